@@ -1,0 +1,134 @@
+// The CPU elementwise loop every copy, conversion, unary, binary and in-place op runs on.
+//
+// for_each_element<Out, In...>(out, {inputs...}, f) sets out[i] = f(in[i]...) for every
+// element, with the inputs broadcast to out's shape and any strides on either side. It
+//   1. expresses every operand's strides in out's shape (0 along broadcast dims),
+//   2. merges adjacent dims that are contiguous in every operand (a contiguous tensor becomes
+//      one long dim),
+//   3. splits the elements into one range per thread, and walks each range row by row: the
+//      innermost loop is unit-stride in the common case, so the compiler vectorises it.
+#pragma once
+
+#include <array>
+#include <tuple>
+#include <utility>
+
+#include "core/parallel.h"
+#include "core/tensor.h"
+
+namespace ember::cpu {
+
+template <size_t N>
+struct LoopGeometry {
+  Shape sizes;                   // merged dims of the iteration space
+  std::array<Shape, N> strides;  // per operand, in elements, for each merged dim
+};
+
+// `operands[0]` is the output; all are broadcastable to `shape`.
+template <size_t N>
+LoopGeometry<N> loop_geometry(const Shape& shape, const std::array<const Tensor*, N>& operands) {
+  const size_t rank = shape.size();
+  std::array<Shape, N> strides;
+  for (size_t k = 0; k < N; ++k) {
+    const Tensor& t = *operands[k];
+    const size_t lead = rank - static_cast<size_t>(t.dim());
+    strides[k].assign(rank, 0);
+    for (size_t d = 0; d < static_cast<size_t>(t.dim()); ++d) {
+      strides[k][lead + d] = t.sizes()[d] == 1 ? 0 : t.strides()[d];
+    }
+  }
+  LoopGeometry<N> geometry;
+  // Walk dims from the innermost out, merging dim d into the current innermost merged dim when
+  // every operand steps through d exactly one full run of the merged dim at a time.
+  for (size_t d = rank; d-- > 0;) {
+    if (shape[d] == 1) continue;
+    if (!geometry.sizes.empty()) {
+      bool mergeable = true;
+      for (size_t k = 0; k < N; ++k) {
+        mergeable = mergeable && strides[k][d] == geometry.strides[k].front() * geometry.sizes.front();
+      }
+      if (mergeable) {
+        geometry.sizes.front() *= shape[d];
+        continue;
+      }
+    }
+    geometry.sizes.insert(geometry.sizes.begin(), shape[d]);
+    for (size_t k = 0; k < N; ++k) geometry.strides[k].insert(geometry.strides[k].begin(), strides[k][d]);
+  }
+  if (geometry.sizes.empty()) {  // a single element
+    geometry.sizes.push_back(1);
+    for (size_t k = 0; k < N; ++k) geometry.strides[k].push_back(0);
+  }
+  return geometry;
+}
+
+namespace detail {
+
+template <class Out, class... In, class F, size_t... I>
+inline void run_row(Out* out, [[maybe_unused]] std::tuple<const In*...> in, const std::array<int64_t, sizeof...(In) + 1>& step,
+                    int64_t n, F& f, std::index_sequence<I...>) {
+  if (step[0] == 1 && ((step[I + 1] == 1) && ...)) {
+    // Unit stride everywhere: the loop the compiler vectorises.
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) out[i] = f(std::get<I>(in)[i]...);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i * step[0]] = f(std::get<I>(in)[i * step[I + 1]]...);
+  }
+}
+
+}  // namespace detail
+
+// out[i] = f(inputs[0][i], inputs[1][i], ...). `out` must not overlap an input except when
+// the two are the same elements (in-place ops). Element types must match the dtypes.
+template <class Out, class... In, class F>
+void for_each_element(const Tensor& out, const std::array<Tensor, sizeof...(In)>& inputs, F f) {
+  constexpr size_t N = sizeof...(In) + 1;
+  std::array<const Tensor*, N> operands{&out};
+  for (size_t k = 0; k < sizeof...(In); ++k) operands[k + 1] = &inputs[k];
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  const LoopGeometry<N> geometry = loop_geometry<N>(out.sizes(), operands);
+  const int64_t rank = static_cast<int64_t>(geometry.sizes.size());
+  const int64_t inner = geometry.sizes.back();
+
+  Out* const out_base = out.data_ptr<Out>();
+  const std::tuple<const In*...> in_base = [&]<size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<const In*...>{inputs[I].template data_ptr<In>()...};
+  }(std::index_sequence_for<In...>{});
+
+  parallel_for(total, 1, [&](int64_t begin, int64_t end) {
+    // Multi-index of `begin` in the merged iteration space, and each operand's offset there.
+    Shape index(rank, 0);
+    std::array<int64_t, N> offset{};
+    int64_t rest = begin;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      index[d] = rest % geometry.sizes[d];
+      rest /= geometry.sizes[d];
+      for (size_t k = 0; k < N; ++k) offset[k] += index[d] * geometry.strides[k][d];
+    }
+    std::array<int64_t, N> step;
+    for (size_t k = 0; k < N; ++k) step[k] = geometry.strides[k][rank - 1];
+
+    int64_t position = begin;
+    while (position < end) {
+      const int64_t n = std::min(inner - index[rank - 1], end - position);
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        detail::run_row(out_base + offset[0], std::tuple<const In*...>{std::get<I>(in_base) + offset[I + 1]...},
+                        step, n, f, std::index_sequence<I...>{});
+      }(std::index_sequence_for<In...>{});
+      position += n;
+      // Advance the multi-index by n along the innermost dim, carrying into outer dims.
+      index[rank - 1] += n;
+      for (size_t k = 0; k < N; ++k) offset[k] += n * step[k];
+      for (int64_t d = rank - 1; d > 0 && index[d] == geometry.sizes[d]; --d) {
+        index[d] = 0;
+        ++index[d - 1];
+        for (size_t k = 0; k < N; ++k) {
+          offset[k] += geometry.strides[k][d - 1] - geometry.sizes[d] * geometry.strides[k][d];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace ember::cpu

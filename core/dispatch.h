@@ -1,0 +1,62 @@
+// Op dispatch: each op owns one KernelTable, a slot per device type. CPU kernels register
+// from core/, CUDA kernels from cuda/, so a new backend never touches an op's logic.
+#pragma once
+
+#include <string_view>
+
+#include "core/device.h"
+#include "core/error.h"
+
+namespace ember {
+
+// A kernel table for kernels of signature Fn, e.g.
+//   constinit KernelTable<void(const Tensor& in, Tensor& out)> softmax_kernel{"softmax"};
+// Tables are constant-initialised (constinit), so they exist before any registrar runs.
+template <class Fn>
+class KernelTable {
+ public:
+  constexpr explicit KernelTable(std::string_view op) : op_(op) {}
+
+  void set(DeviceType type, Fn* kernel) { kernels_[static_cast<int>(type)] = kernel; }
+
+  // The kernel for `device`; a missing one is an error, never a silent fallback.
+  Fn* operator[](Device device) const {
+    Fn* kernel = kernels_[static_cast<int>(device.type)];
+    if (kernel == nullptr) [[unlikely]] {
+      fail("{}: no kernel for {}", op_, device.is_cuda() ? "CUDA" : "CPU");
+    }
+    return kernel;
+  }
+
+  // The same, for a table shared by a family of ops: the error names `op`.
+  Fn* get(Device device, std::string_view op) const {
+    Fn* kernel = kernels_[static_cast<int>(device.type)];
+    if (kernel == nullptr) [[unlikely]] {
+      fail("{}: no kernel for {}", op, device.is_cuda() ? "CUDA" : "CPU");
+    }
+    return kernel;
+  }
+
+  std::string_view op() const { return op_; }
+
+ private:
+  std::string_view op_;
+  Fn* kernels_[kNumDeviceTypes] = {};
+};
+
+// Registers a kernel at static-initialisation time:
+//   EMBER_REGISTER_KERNEL(softmax_kernel, DeviceType::CPU, softmax_cpu);
+// ember is built as a shared library, so every registrar's object file is loaded.
+struct KernelRegistrar {
+  template <class Fn>
+  KernelRegistrar(KernelTable<Fn>& table, DeviceType type, Fn* kernel) {
+    table.set(type, kernel);
+  }
+};
+
+#define EMBER_CONCAT_INNER(a, b) a##b
+#define EMBER_CONCAT(a, b) EMBER_CONCAT_INNER(a, b)
+#define EMBER_REGISTER_KERNEL(table, device_type, kernel) \
+  static ::ember::KernelRegistrar EMBER_CONCAT(ember_registrar_, __LINE__)(table, device_type, kernel)
+
+}  // namespace ember

@@ -1,0 +1,89 @@
+// Copies between layouts, dtypes and devices. Everything here is one strided copy kernel: CPU
+// to CPU registers below; the CUDA backend registers the copies that involve a GPU.
+#include "core/ops/copy.h"
+
+#include "core/autograd/record.h"
+#include "core/cpu/loops.h"
+#include "core/dispatch.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/inplace.h"
+
+namespace ember {
+namespace kernels {
+constinit KernelTable<void(const Tensor& dst, const Tensor& src)> copy{"copy"};
+}  // namespace kernels
+
+namespace {
+
+void copy_cpu(const Tensor& dst, const Tensor& src) {
+  visit_dtype(dst.dtype(), [&]<class Out>() {
+    visit_dtype(src.dtype(), [&]<class In>() {
+      cpu::for_each_element<Out, In>(dst, {src}, [](In value) { return static_cast<Out>(value); });
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::copy, DeviceType::CPU, copy_cpu);
+
+Device kernel_device(const Tensor& dst, const Tensor& src) { return dst.is_cpu() ? src.device() : dst.device(); }
+
+// A fresh contiguous tensor holding src's values as `dtype` on `device`.
+Tensor copied(const Tensor& src, DType dtype, Device device) {
+  Tensor out = make_tensor(src.sizes(), dtype, device);
+  kernels::copy[kernel_device(out, src)](out, src);
+  return out;
+}
+
+}  // namespace
+
+Tensor contiguous(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  Tensor out = copied(x, x.dtype(), x.device());
+  return autograd::record("contiguous", out, {x}, [](const Tensor& grad) { return autograd::grads(grad); });
+}
+
+Tensor clone(const Tensor& x) {
+  Tensor out = copied(x, x.dtype(), x.device());
+  return autograd::record("clone", out, {x}, [](const Tensor& grad) { return autograd::grads(grad); });
+}
+
+Tensor to_dtype(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  Tensor out = copied(x, dtype, x.device());
+  if (!is_floating_point(dtype) || !is_floating_point(x.dtype())) return autograd::non_differentiable("to", out);
+  const DType from = x.dtype();
+  return autograd::record("to", out, {x}, [from](const Tensor& grad) { return autograd::grads(grad.to(from)); });
+}
+
+Tensor to_device(const Tensor& x, Device device) {
+  if (x.device() == device) return x;
+  Tensor out = copied(x, x.dtype(), device);
+  const Device from = x.device();
+  return autograd::record("to", out, {x}, [from](const Tensor& grad) { return autograd::grads(grad.to(from)); });
+}
+
+Tensor& copy_(Tensor& dst, const Tensor& src) {
+  EMBER_CHECK(dst.defined() && src.defined(), "copy_: tensor is undefined");
+  EMBER_CHECK(dst.dtype() == src.dtype(), "copy_: dtype mismatch: destination is {}, source is {} (convert with "
+              "to() first)", dst.dtype(), src.dtype());
+  EMBER_CHECK(is_broadcastable_to(src.sizes(), dst.sizes()),
+              "copy_: source of shape {} cannot be broadcast to destination of shape {}", shape_str(src.sizes()),
+              shape_str(dst.sizes()));
+  autograd::check_inplace("copy_", dst, {src});
+  kernels::copy[kernel_device(dst, src)](dst, src);
+  dst.impl()->storage->bump_version();
+  const Shape src_shape = src.sizes();
+  autograd::record_inplace("copy_", dst, {src}, [src_shape](const Tensor& grad) {
+    // The old contents of dst were overwritten: they get no gradient.
+    return autograd::grads(Tensor(), sum_to(grad, src_shape));
+  });
+  return dst;
+}
+
+// Tensor member shorthands for the ops above.
+Tensor Tensor::contiguous() const { return ember::contiguous(*this); }
+Tensor Tensor::clone() const { return ember::clone(*this); }
+Tensor Tensor::to(DType dtype) const { return to_dtype(*this, dtype); }
+Tensor Tensor::to(Device device) const { return to_device(*this, device); }
+Tensor& Tensor::copy_(const Tensor& src) { return ember::copy_(*this, src); }
+
+}  // namespace ember

@@ -1,0 +1,21 @@
+// Cross-entropy between logits and class indices, fused: log_softmax and the negative log
+// likelihood in one kernel, and a backward that is softmax minus the (smoothed) target.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace ember {
+
+enum class Reduction { None, Mean, Sum };
+
+struct CrossEntropyOptions {
+  int64_t ignore_index = -100;  // targets equal to it contribute nothing (and no gradient)
+  double label_smoothing = 0.0;  // in [0, 1]: mixes the one-hot target with uniform
+  Reduction reduction = Reduction::Mean;  // Mean divides by the number of non-ignored targets
+};
+
+// logits [..., C] with the class dim last (a [N, C] batch, or [N, T, C] for sequences) and
+// int64 targets [...] in [0, C) or equal to ignore_index. Reduction::None returns [...].
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOptions options = {});
+
+}  // namespace ember

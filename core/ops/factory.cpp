@@ -1,0 +1,189 @@
+// Factories: filled, ranged and random tensors, and tensors from C++ values.
+#include "core/ops/factory.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "core/cpu/loops.h"
+#include "core/dispatch.h"
+#include "core/ops/copy.h"
+#include "core/random.h"
+
+namespace ember {
+namespace kernels {
+constinit KernelTable<void(const Tensor& out, double value)> fill{"fill"};
+constinit KernelTable<void(const Tensor& out, double start, double step)> arange{"arange"};
+constinit KernelTable<void(const Tensor& out, PhiloxState state)> uniform{"rand"};
+constinit KernelTable<void(const Tensor& out, PhiloxState state)> normal{"randn"};
+constinit KernelTable<void(const Tensor& out, int64_t low, int64_t range, PhiloxState state)> randint{"randint"};
+}  // namespace kernels
+
+namespace {
+
+void fill_cpu(const Tensor& out, double value) {
+  visit_dtype(out.dtype(), [&]<class T>() {
+    const T v = static_cast<T>(value);
+    cpu::for_each_element<T>(out, {}, [v]() { return v; });
+  });
+}
+
+void arange_cpu(const Tensor& out, double start, double step) {
+  visit_numeric(out.dtype(), "arange", [&]<class T>() {
+    T* data = out.data_ptr<T>();
+    parallel_for(out.numel(), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) data[i] = static_cast<T>(start + static_cast<double>(i) * step);
+    });
+  });
+}
+
+// Element i of a float32 draw uses word i; of a float64 draw, words 2i and 2i+1.
+void uniform_cpu(const Tensor& out, PhiloxState state) {
+  visit_floating(out.dtype(), "rand", [&]<class T>() {
+    T* data = out.data_ptr<T>();
+    parallel_for(out.numel(), 20, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        if constexpr (std::is_same_v<T, float>) {
+          data[i] = uniform_float(random_word(state, i));
+        } else {
+          data[i] = uniform_double(random_word(state, 2 * i), random_word(state, 2 * i + 1));
+        }
+      }
+    });
+  });
+}
+
+// Box-Muller: element i of a float32 draw uses words 2i and 2i+1; of a float64 draw, 4i..4i+3.
+void normal_cpu(const Tensor& out, PhiloxState state) {
+  visit_floating(out.dtype(), "randn", [&]<class T>() {
+    T* data = out.data_ptr<T>();
+    parallel_for(out.numel(), 40, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        double u1, u2;
+        if constexpr (std::is_same_v<T, float>) {
+          u1 = uniform_float(random_word(state, 2 * i));
+          u2 = uniform_float(random_word(state, 2 * i + 1));
+        } else {
+          const auto words = philox4x32(state.seed, state.offset + i);
+          u1 = uniform_double(words[0], words[1]);
+          u2 = uniform_double(words[2], words[3]);
+        }
+        data[i] = static_cast<T>(std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2));
+      }
+    });
+  });
+}
+
+// Element i uses words 2i and 2i+1 as one 64-bit number.
+void randint_cpu(const Tensor& out, int64_t low, int64_t range, PhiloxState state) {
+  visit_numeric(out.dtype(), "randint", [&]<class T>() {
+    T* data = out.data_ptr<T>();
+    parallel_for(out.numel(), 20, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const uint64_t bits = (static_cast<uint64_t>(random_word(state, 2 * i)) << 32) | random_word(state, 2 * i + 1);
+        data[i] = static_cast<T>(low + static_cast<int64_t>(bits % static_cast<uint64_t>(range)));
+      }
+    });
+  });
+}
+
+EMBER_REGISTER_KERNEL(kernels::fill, DeviceType::CPU, fill_cpu);
+EMBER_REGISTER_KERNEL(kernels::arange, DeviceType::CPU, arange_cpu);
+EMBER_REGISTER_KERNEL(kernels::uniform, DeviceType::CPU, uniform_cpu);
+EMBER_REGISTER_KERNEL(kernels::normal, DeviceType::CPU, normal_cpu);
+EMBER_REGISTER_KERNEL(kernels::randint, DeviceType::CPU, randint_cpu);
+
+Tensor finish(Tensor out, const TensorOptions& options) {
+  if (options.requires_grad()) out.requires_grad_(true);
+  return out;
+}
+
+uint64_t words_per_element(DType dtype, int normal) {
+  return (dtype == kFloat64 ? 2 : 1) * (normal ? 2 : 1);
+}
+
+}  // namespace
+
+Tensor empty(const Shape& shape, TensorOptions options) {
+  return finish(make_tensor(shape, options.dtype(), options.device()), options);
+}
+
+Tensor full(const Shape& shape, double value, TensorOptions options) {
+  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  kernels::fill[out.device()](out, value);
+  return finish(out, options);
+}
+
+Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0, options); }
+Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
+
+Tensor arange(double end, TensorOptions options) { return arange(0.0, end, 1.0, options); }
+
+Tensor arange(double start, double end, double step, TensorOptions options) {
+  EMBER_CHECK(step != 0.0, "arange: step must be nonzero");
+  EMBER_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start and end must be finite");
+  EMBER_CHECK((end - start) / step >= 0, "arange: step {} does not lead from {} to {}", step, start, end);
+  const auto count = static_cast<int64_t>(std::ceil((end - start) / step));
+  Tensor out = make_tensor({count}, options.dtype(), options.device());
+  kernels::arange[out.device()](out, start, step);
+  return finish(out, options);
+}
+
+Tensor rand(const Shape& shape, TensorOptions options) {
+  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  const uint64_t words = out.numel() * words_per_element(out.dtype(), 0);
+  kernels::uniform[out.device()](out, Generator::global().reserve((words + 3) / 4));
+  return finish(out, options);
+}
+
+Tensor randn(const Shape& shape, TensorOptions options) {
+  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  const uint64_t words = out.numel() * words_per_element(out.dtype(), 1);
+  kernels::normal[out.device()](out, Generator::global().reserve((words + 3) / 4));
+  return finish(out, options);
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options) {
+  EMBER_CHECK(high > low, "randint: high ({}) must be greater than low ({})", high, low);
+  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  kernels::randint[out.device()](out, low, high - low, Generator::global().reserve((2 * out.numel() + 3) / 4));
+  return finish(out, options);
+}
+
+Tensor empty_like(const Tensor& other) { return empty(other.sizes(), other.options()); }
+Tensor zeros_like(const Tensor& other) { return zeros(other.sizes(), other.options()); }
+Tensor ones_like(const Tensor& other) { return ones(other.sizes(), other.options()); }
+Tensor full_like(const Tensor& other, double value) { return full(other.sizes(), value, other.options()); }
+Tensor rand_like(const Tensor& other) { return rand(other.sizes(), other.options()); }
+Tensor randn_like(const Tensor& other) { return randn(other.sizes(), other.options()); }
+
+Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
+
+template <class T>
+Tensor tensor(const std::vector<T>& values, const Shape& shape, TensorOptions options) {
+  using Stored = std::conditional_t<std::is_same_v<T, int>, int64_t, T>;
+  const int64_t count = numel_of(shape);
+  EMBER_CHECK(static_cast<int64_t>(values.size()) == count, "tensor: {} values do not fill shape {} ({} elements)",
+              values.size(), shape_str(shape), count);
+  Tensor host = make_tensor(shape, dtype_of<Stored>(), kCPU);
+  Stored* data = host.data_ptr<Stored>();
+  for (int64_t i = 0; i < count; ++i) data[i] = static_cast<Stored>(values[i]);
+  return finish(host.to(options.dtype()).to(options.device()), options);
+}
+
+template <class T>
+Tensor tensor(const std::vector<T>& values, const Shape& shape) {
+  using Stored = std::conditional_t<std::is_same_v<T, int>, int64_t, T>;
+  return tensor(values, shape, TensorOptions(dtype_of<Stored>()));
+}
+
+#define EMBER_INSTANTIATE_TENSOR(T)                                                    \
+  template Tensor tensor<T>(const std::vector<T>&, const Shape&, TensorOptions); \
+  template Tensor tensor<T>(const std::vector<T>&, const Shape&);
+EMBER_INSTANTIATE_TENSOR(float)
+EMBER_INSTANTIATE_TENSOR(double)
+EMBER_INSTANTIATE_TENSOR(int64_t)
+EMBER_INSTANTIATE_TENSOR(int)
+EMBER_INSTANTIATE_TENSOR(bool)
+#undef EMBER_INSTANTIATE_TENSOR
+
+}  // namespace ember

@@ -1,0 +1,77 @@
+// In-place ops: write into x through the binary and fill kernels, bump the version counter,
+// and (in grad mode) give x a new history.
+#include "core/ops/inplace.h"
+
+#include "core/autograd/record.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+
+namespace ember {
+namespace {
+
+// x = op(x, other) in place: other broadcasts to x's shape, never the other way.
+void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& other) {
+  EMBER_CHECK(x.defined() && other.defined(), "{}: tensor is undefined", name);
+  EMBER_CHECK(x.dtype() == other.dtype(), "{}: dtype mismatch: {} and {} (convert with to() first)", name,
+              x.dtype(), other.dtype());
+  EMBER_CHECK(x.device() == other.device(), "{}: device mismatch: {} and {}", name, x.device(), other.device());
+  EMBER_CHECK(x.dtype() != kBool, "{}: not defined for bool tensors", name);
+  EMBER_CHECK(is_broadcastable_to(other.sizes(), x.sizes()),
+              "{}: shape {} cannot be broadcast to the shape {} of the tensor written in place", name,
+              shape_str(other.sizes()), shape_str(x.sizes()));
+  autograd::check_inplace(name, x, {other});
+  kernels::binary.get(x.device(), name)(op, x, x, other);
+  x.impl()->storage->bump_version();
+}
+
+}  // namespace
+
+Tensor& add_(Tensor& x, const Tensor& other, double alpha) {
+  const Tensor scaled = alpha == 1.0 ? other : mul(other, alpha);
+  binary_inplace(BinaryOp::Add, "add_", x, scaled);
+  autograd::record_inplace("add_", x, {other}, [alpha, shape = other.sizes()](const Tensor& grad) {
+    return autograd::grads(grad, sum_to(alpha == 1.0 ? grad : mul(grad, alpha), shape));
+  });
+  return x;
+}
+
+Tensor& add_(Tensor& x, double other) { return add_(x, scalar_operand(x, other, "add_")); }
+
+Tensor& mul_(Tensor& x, const Tensor& other) {
+  // The old value of x is needed for other's gradient: keep a copy only when it will be used.
+  const autograd::SavedTensor old_x =
+      autograd::save(GradMode::is_enabled() && other.requires_grad() ? x.clone().detach() : Tensor());
+  binary_inplace(BinaryOp::Mul, "mul_", x, other);
+  autograd::record_inplace("mul_", x, {other},
+                           [old_x, so = autograd::save(other), shape = other.sizes()](const Tensor& grad) {
+                             Tensor grad_other = old_x.get().defined() ? sum_to(mul(grad, old_x.get()), shape) : Tensor();
+                             return autograd::grads(mul(grad, so.get()), grad_other);
+                           });
+  return x;
+}
+
+Tensor& mul_(Tensor& x, double other) { return mul_(x, scalar_operand(x, other, "mul_")); }
+
+Tensor& fill_(Tensor& x, double value) {
+  autograd::check_inplace("fill_", x, {});
+  if (x.dtype() == kInt64) {
+    EMBER_CHECK(value == static_cast<double>(static_cast<int64_t>(value)),
+                "fill_: value {} is not an integer but the tensor is int64", value);
+  }
+  kernels::fill[x.device()](x, value);
+  x.impl()->storage->bump_version();
+  autograd::record_inplace("fill_", x, {}, [](const Tensor&) { return autograd::grads(Tensor()); });
+  return x;
+}
+
+Tensor& zero_(Tensor& x) { return fill_(x, 0.0); }
+
+// Tensor member shorthands for the ops above.
+Tensor& Tensor::add_(const Tensor& other, double alpha) { return ember::add_(*this, other, alpha); }
+Tensor& Tensor::add_(double other) { return ember::add_(*this, other); }
+Tensor& Tensor::mul_(const Tensor& other) { return ember::mul_(*this, other); }
+Tensor& Tensor::mul_(double other) { return ember::mul_(*this, other); }
+Tensor& Tensor::zero_() { return ember::zero_(*this); }
+Tensor& Tensor::fill_(double value) { return ember::fill_(*this, value); }
+
+}  // namespace ember

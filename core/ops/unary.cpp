@@ -1,0 +1,216 @@
+// Unary elementwise ops: the CPU kernel for each, and each backward written with tensor ops.
+#include "core/ops/unary.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "core/autograd/record.h"
+#include "core/cpu/loops.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+
+namespace ember {
+namespace kernels {
+constinit KernelTable<void(UnaryOp op, const Tensor& out, const Tensor& x)> unary{"unary"};
+constinit KernelTable<void(const Tensor& out, const Tensor& x, std::optional<double> min, std::optional<double> max)>
+    clamp{"clamp"};
+}  // namespace kernels
+
+std::string_view unary_op_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "neg";
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Rsqrt: return "rsqrt";
+    case UnaryOp::Sin: return "sin";
+    case UnaryOp::Cos: return "cos";
+    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::Sigmoid: return "sigmoid";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::Erf: return "erf";
+    case UnaryOp::Gelu: return "gelu";
+    case UnaryOp::GeluTanh: return "gelu";
+    case UnaryOp::Sign: return "sign";
+    case UnaryOp::IsFinite: return "isfinite";
+    case UnaryOp::IsNan: return "isnan";
+  }
+  return "unary";
+}
+
+namespace {
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;   // sqrt(2 / pi)
+constexpr double kInvSqrt2 = 0.7071067811865476;      // 1 / sqrt(2)
+constexpr double kInvSqrt2Pi = 0.3989422804014327;    // 1 / sqrt(2 pi)
+
+template <class T>
+void math_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
+  using cpu::for_each_element;
+  switch (op) {
+    case UnaryOp::Neg: return for_each_element<T, T>(out, {x}, [](T v) { return -v; });
+    case UnaryOp::Abs: return for_each_element<T, T>(out, {x}, [](T v) { return v < 0 ? -v : v; });
+    case UnaryOp::Relu: return for_each_element<T, T>(out, {x}, [](T v) { return v > 0 ? v : T(0); });
+    case UnaryOp::Sign: return for_each_element<T, T>(out, {x}, [](T v) { return T((v > 0) - (v < 0)); });
+    default: break;
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+      case UnaryOp::Exp: return for_each_element<T, T>(out, {x}, [](T v) { return std::exp(v); });
+      case UnaryOp::Log: return for_each_element<T, T>(out, {x}, [](T v) { return std::log(v); });
+      case UnaryOp::Sqrt: return for_each_element<T, T>(out, {x}, [](T v) { return std::sqrt(v); });
+      case UnaryOp::Rsqrt: return for_each_element<T, T>(out, {x}, [](T v) { return T(1) / std::sqrt(v); });
+      case UnaryOp::Sin: return for_each_element<T, T>(out, {x}, [](T v) { return std::sin(v); });
+      case UnaryOp::Cos: return for_each_element<T, T>(out, {x}, [](T v) { return std::cos(v); });
+      case UnaryOp::Tanh: return for_each_element<T, T>(out, {x}, [](T v) { return std::tanh(v); });
+      case UnaryOp::Sigmoid: return for_each_element<T, T>(out, {x}, [](T v) { return T(1) / (T(1) + std::exp(-v)); });
+      case UnaryOp::Erf: return for_each_element<T, T>(out, {x}, [](T v) { return std::erf(v); });
+      case UnaryOp::Gelu:
+        return for_each_element<T, T>(out, {x}, [](T v) { return T(0.5) * v * (T(1) + std::erf(v * T(kInvSqrt2))); });
+      case UnaryOp::GeluTanh:
+        return for_each_element<T, T>(out, {x}, [](T v) {
+          return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(0.044715) * v * v * v)));
+        });
+      default: break;
+    }
+  }
+  fail("{}: not defined for {}", unary_op_name(op), x.dtype());
+}
+
+void unary_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
+  if (op == UnaryOp::IsFinite || op == UnaryOp::IsNan) {
+    visit_dtype(x.dtype(), [&]<class T>() {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (op == UnaryOp::IsFinite) cpu::for_each_element<bool, T>(out, {x}, [](T v) { return std::isfinite(v); });
+        else cpu::for_each_element<bool, T>(out, {x}, [](T v) { return std::isnan(v); });
+      } else {
+        const bool value = op == UnaryOp::IsFinite;
+        cpu::for_each_element<bool>(out, {}, [value]() { return value; });
+      }
+    });
+    return;
+  }
+  visit_numeric(x.dtype(), unary_op_name(op), [&]<class T>() { math_cpu<T>(op, out, x); });
+}
+EMBER_REGISTER_KERNEL(kernels::unary, DeviceType::CPU, unary_cpu);
+
+void clamp_cpu(const Tensor& out, const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  visit_numeric(x.dtype(), "clamp", [&]<class T>() {
+    const T lo = min ? static_cast<T>(*min) : std::numeric_limits<T>::lowest();
+    const T hi = max ? static_cast<T>(*max) : std::numeric_limits<T>::max();
+    cpu::for_each_element<T, T>(out, {x}, [lo, hi](T v) { return v < lo ? lo : (v > hi ? hi : v); });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::clamp, DeviceType::CPU, clamp_cpu);
+
+bool is_math(UnaryOp op) {
+  return op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu && op != UnaryOp::Sign &&
+         op != UnaryOp::IsFinite && op != UnaryOp::IsNan;
+}
+
+// The derivative of each op as a tensor expression of its input x and output y.
+Tensor derivative(UnaryOp op, const Tensor& x, const Tensor& y) {
+  switch (op) {
+    case UnaryOp::Neg: return full_like(x, -1.0);
+    case UnaryOp::Abs: return unary_forward(UnaryOp::Sign, x);
+    case UnaryOp::Exp: return y;
+    case UnaryOp::Log: return 1.0 / x;
+    case UnaryOp::Sqrt: return 0.5 / y;
+    case UnaryOp::Rsqrt: return mul(pow(y, 3.0), -0.5);  // d x^-1/2 = -1/2 x^-3/2
+    case UnaryOp::Sin: return cos(x);
+    case UnaryOp::Cos: return neg(sin(x));
+    case UnaryOp::Tanh: return 1.0 - mul(y, y);
+    case UnaryOp::Sigmoid: return mul(y, 1.0 - y);
+    case UnaryOp::Relu: return gt(x, 0.0).to(x.dtype());
+    case UnaryOp::Erf: return mul(exp(neg(mul(x, x))), 2.0 / std::sqrt(std::numbers::pi));
+    case UnaryOp::Gelu: {
+      // d/dx x Phi(x) = Phi(x) + x phi(x)
+      const Tensor cdf = mul(add(erf(mul(x, kInvSqrt2)), 1.0), 0.5);
+      const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), kInvSqrt2Pi);
+      return add(cdf, mul(x, pdf));
+    }
+    case UnaryOp::GeluTanh: {
+      // y = 0.5 x (1 + tanh(u)), u = c (x + 0.044715 x^3)
+      const Tensor x2 = mul(x, x);
+      const Tensor t = tanh(mul(add(mul(mul(x2, x), 0.044715), x), kSqrt2OverPi));
+      const Tensor du = mul(add(mul(x2, 3 * 0.044715), 1.0), kSqrt2OverPi);
+      return add(mul(add(t, 1.0), 0.5), mul(mul(mul(x, 1.0 - mul(t, t)), du), 0.5));
+    }
+    default: fail("{}: has no derivative", unary_op_name(op));
+  }
+}
+
+Tensor unary(UnaryOp op, const Tensor& x) {
+  const std::string_view name = unary_op_name(op);
+  EMBER_CHECK(x.defined(), "{}: tensor is undefined", name);
+  if (is_math(op)) {
+    EMBER_CHECK(is_floating_point(x.dtype()), "{}: expected a floating point tensor, got {}", name, x.dtype());
+  }
+  Tensor out = unary_forward(op, x);
+  static constexpr const char* kNames[] = {"neg", "abs",  "exp",     "log",  "sqrt", "rsqrt",   "sin",
+                                           "cos", "tanh", "sigmoid", "relu", "erf",  "gelu",    "gelu",
+                                           "sign", "isfinite", "isnan"};
+  return autograd::record(kNames[static_cast<int>(op)], out, {x},
+                          [op, sx = autograd::save(x), sy = autograd::save(out)](const Tensor& grad) {
+                            return autograd::grads(mul(grad, derivative(op, sx.get(), sy.get())));
+                          });
+}
+
+}  // namespace
+
+Tensor unary_forward(UnaryOp op, const Tensor& x) {
+  const bool predicate = op == UnaryOp::IsFinite || op == UnaryOp::IsNan;
+  Tensor out = make_tensor(x.sizes(), predicate ? kBool : x.dtype(), x.device());
+  kernels::unary.get(x.device(), unary_op_name(op))(op, out, x);
+  return out;
+}
+
+Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
+Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
+Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return unary(UnaryOp::Log, x); }
+Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, x); }
+Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
+Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
+Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
+Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
+Tensor erf(const Tensor& x) { return unary(UnaryOp::Erf, x); }
+Tensor gelu(const Tensor& x, GeluApproximation approximate) {
+  return unary(approximate == GeluApproximation::Tanh ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
+}
+
+Tensor isfinite(const Tensor& x) {
+  EMBER_CHECK(x.defined(), "isfinite: tensor is undefined");
+  return unary_forward(UnaryOp::IsFinite, x);
+}
+Tensor isnan(const Tensor& x) {
+  EMBER_CHECK(x.defined(), "isnan: tensor is undefined");
+  return unary_forward(UnaryOp::IsNan, x);
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  EMBER_CHECK(x.defined(), "clamp: tensor is undefined");
+  EMBER_CHECK(x.dtype() != kBool, "clamp: not defined for bool tensors");
+  EMBER_CHECK(!(min && max && *min > *max), "clamp: min {} is greater than max {}", *min, *max);
+  Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
+  kernels::clamp[x.device()](out, x, min, max);
+  return autograd::record("clamp", out, {x}, [sx = autograd::save(x), min, max](const Tensor& grad) {
+    // The gradient passes where x lies inside [min, max] (bounds included, as in PyTorch).
+    Tensor inside = ones_like(sx.get()).to(kBool);
+    if (min) inside = logical_and(inside, ge(sx.get(), *min));
+    if (max) inside = logical_and(inside, le(sx.get(), *max));
+    return autograd::grads(mul(grad, inside.to(grad.dtype())));
+  });
+}
+
+// Tensor member shorthands for the ops above.
+Tensor Tensor::exp() const { return ember::exp(*this); }
+Tensor Tensor::log() const { return ember::log(*this); }
+Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
+Tensor Tensor::abs() const { return ember::abs(*this); }
+Tensor Tensor::neg() const { return ember::neg(*this); }
+
+}  // namespace ember

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs ember's build dependencies from Debian's packages. Safe to run again:
+# apt-get is only called when something is missing.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libfmt-dev          # formatting and printing
+  doctest-dev         # the test framework
+  libbenchmark-dev    # Google Benchmark, for benchmarks/
+  libopenblas-dev     # CBLAS headers
+  libopenblas0-openmp libopenblas-openmp-dev  # OpenBLAS built on OpenMP: one thread pool with ember's loops
+  libomp-dev          # OpenMP
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all dependencies present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"
