@@ -2,9 +2,23 @@
 // likelihood in one kernel, and a backward that is softmax minus the (smoothed) target.
 #pragma once
 
+#include "core/dispatch.h"
 #include "core/tensor.h"
 
 namespace ember {
+
+namespace kernels {
+// Per-row losses of logits [rows, C] with targets [rows] (contiguous, checked), and each row's
+// logsumexp as row_max + log_sum, log_sum = log sum_c exp(x[c] - row_max).
+extern KernelTable<void(const Tensor& losses, const Tensor& row_max, const Tensor& log_sum, const Tensor& logits,
+                        const Tensor& targets, int64_t ignore_index, double label_smoothing)>
+    cross_entropy;
+// grad_logits = (softmax - smoothed one-hot) * row_scale per row, zero for ignored rows.
+extern KernelTable<void(const Tensor& grad_logits, const Tensor& row_scale, const Tensor& logits,
+                        const Tensor& targets, const Tensor& row_max, const Tensor& log_sum,
+                        int64_t ignore_index, double label_smoothing)>
+    cross_entropy_backward;
+}  // namespace kernels
 
 enum class Reduction { None, Mean, Sum };
 

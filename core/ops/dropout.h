@@ -3,9 +3,18 @@
 // manual_seed.
 #pragma once
 
+#include "core/dispatch.h"
+#include "core/random.h"
 #include "core/tensor.h"
 
 namespace ember {
+
+namespace kernels {
+// out[i] = x[i] / (1 - p) where element i is kept, else 0; the mask from `state` as documented
+// in dropout.cpp. The backward applies the same mask to the output's gradient.
+extern KernelTable<void(const Tensor& out, const Tensor& x, double p, PhiloxState state)> dropout;
+extern KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, double p, PhiloxState state)> dropout_backward;
+}  // namespace kernels
 
 // Returns x unchanged when !train or p == 0; p must be in [0, 1].
 Tensor dropout(const Tensor& x, double p, bool train = true);

@@ -6,6 +6,7 @@
 
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
+#include "core/cpu/vector_math.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 
@@ -54,6 +55,24 @@ void math_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
     case UnaryOp::Relu: return for_each_element<T, T>(out, {x}, [](T v) { return v > 0 ? v : T(0); });
     case UnaryOp::Sign: return for_each_element<T, T>(out, {x}, [](T v) { return T((v > 0) - (v < 0)); });
     default: break;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // float32 exp, erf and tanh from cpu/vector_math.h: libm calls would keep these loops
+    // scalar. float64 stays on std:: functions below, so gradcheck sees exact values.
+    using namespace cpu;
+    switch (op) {
+      case UnaryOp::Exp: return for_each_element<T, T>(out, {x}, [](T v) { return exp_f32(v); });
+      case UnaryOp::Tanh: return for_each_element<T, T>(out, {x}, [](T v) { return tanh_f32(v); });
+      case UnaryOp::Sigmoid: return for_each_element<T, T>(out, {x}, [](T v) { return sigmoid_f32(v); });
+      case UnaryOp::Erf: return for_each_element<T, T>(out, {x}, [](T v) { return erf_f32(v); });
+      case UnaryOp::Gelu:
+        return for_each_element<T, T>(out, {x}, [](T v) { return 0.5f * v * (1.0f + erf_f32(v * float(kInvSqrt2))); });
+      case UnaryOp::GeluTanh:
+        return for_each_element<T, T>(out, {x}, [](T v) {
+          return 0.5f * v * (1.0f + tanh_f32(float(kSqrt2OverPi) * (v + 0.044715f * v * v * v)));
+        });
+      default: break;
+    }
   }
   if constexpr (std::is_floating_point_v<T>) {
     switch (op) {

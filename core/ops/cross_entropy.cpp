@@ -1,0 +1,204 @@
+// cross_entropy: one fused pass per row computes the logsumexp, the negative log likelihood of
+// the target and the label-smoothing term; the per-row logsumexp (as max and log-sum, two
+// numbers a row) is all the backward keeps, and the fused backward writes
+// (softmax - smoothed one-hot) * scale row by row.
+//
+// With lse = logsumexp(x), eps = label_smoothing and C classes, a non-ignored row's loss is
+//   (1 - eps) * (lse - x[target]) + eps * (lse - mean_c x[c])
+// (the second term is mean_c of -log p_c, as in PyTorch), and its gradient
+//   (softmax(x) - (1 - eps) * onehot(target) - eps / C) * scale.
+// lse is kept as max + log_sum with log_sum = log sum_c exp(x[c] - max), and every use
+// subtracts max from x first: adding the two would round to the spacing of max (1e-3 for
+// float32 logits of 1e4).
+#include "core/ops/cross_entropy.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/record.h"
+#include "core/cpu/vector_math.h"
+#include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+#include "core/ops/reduce.h"
+#include "core/ops/views.h"
+#include "core/parallel.h"
+
+namespace ember {
+namespace kernels {
+constinit KernelTable<void(const Tensor& losses, const Tensor& row_max, const Tensor& log_sum, const Tensor& logits,
+                           const Tensor& targets, int64_t ignore_index, double label_smoothing)>
+    cross_entropy{"cross_entropy"};
+constinit KernelTable<void(const Tensor& grad_logits, const Tensor& row_scale, const Tensor& logits,
+                           const Tensor& targets, const Tensor& row_max, const Tensor& log_sum,
+                           int64_t ignore_index, double label_smoothing)>
+    cross_entropy_backward{"cross_entropy_backward"};
+}  // namespace kernels
+
+namespace {
+
+template <class T>
+inline T exp_of(T v) {
+  if constexpr (std::is_same_v<T, float>) return cpu::exp_f32(v);
+  else return std::exp(v);
+}
+
+// logits [rows, C] contiguous, targets [rows] checked; losses, row_max and log_sum [rows].
+// Ignored rows get loss 0 (their max and log_sum are still computed, and unused).
+void cross_entropy_cpu(const Tensor& losses, const Tensor& row_max, const Tensor& log_sum, const Tensor& logits,
+                       const Tensor& targets, int64_t ignore_index, double label_smoothing) {
+  visit_floating(logits.dtype(), "cross_entropy", [&]<class T>() {
+    const int64_t rows = targets.numel();
+    const int64_t classes = logits.size(-1);
+    const T* x = logits.data_ptr<T>();
+    const int64_t* target = targets.data_ptr<int64_t>();
+    T* loss = losses.data_ptr<T>();
+    T* max_out = row_max.data_ptr<T>();
+    T* log_sum_out = log_sum.data_ptr<T>();
+    const T smoothing = static_cast<T>(label_smoothing);
+    parallel_for(rows, 2 * classes, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* row = x + r * classes;
+        T max = -std::numeric_limits<T>::infinity(), total = 0;
+#pragma omp simd reduction(max : max) reduction(+ : total)
+        for (int64_t c = 0; c < classes; ++c) {
+          max = row[c] > max ? row[c] : max;
+          total += row[c];
+        }
+        T sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t c = 0; c < classes; ++c) sum += exp_of<T>(row[c] - max);
+        const T log_of_sum = std::log(sum);
+        max_out[r] = max;
+        log_sum_out[r] = log_of_sum;
+        if (target[r] == ignore_index) {
+          loss[r] = 0;
+          continue;
+        }
+        const T nll = (max - row[target[r]]) + log_of_sum;
+        const T smooth = (max - total / static_cast<T>(classes)) + log_of_sum;  // mean_c of -log p_c
+        loss[r] = smoothing == T(0) ? nll : (T(1) - smoothing) * nll + smoothing * smooth;
+      }
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::cross_entropy, DeviceType::CPU, cross_entropy_cpu);
+
+// row_scale [rows]: the gradient of the loss with respect to each row's loss (already divided
+// by the count for the mean).
+void cross_entropy_backward_cpu(const Tensor& grad_logits, const Tensor& row_scale, const Tensor& logits,
+                                const Tensor& targets, const Tensor& row_max, const Tensor& log_sum,
+                                int64_t ignore_index, double label_smoothing) {
+  visit_floating(logits.dtype(), "cross_entropy", [&]<class T>() {
+    const int64_t rows = targets.numel();
+    const int64_t classes = logits.size(-1);
+    const T* x = logits.data_ptr<T>();
+    const int64_t* target = targets.data_ptr<int64_t>();
+    const T* max = row_max.data_ptr<T>();
+    const T* log_of_sum = log_sum.data_ptr<T>();
+    const T* scale = row_scale.data_ptr<T>();
+    T* g = grad_logits.data_ptr<T>();
+    const T uniform = static_cast<T>(label_smoothing) / static_cast<T>(classes);
+    const T target_weight = T(1) - static_cast<T>(label_smoothing);
+    parallel_for(rows, 2 * classes, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* row = x + r * classes;
+        T* g_row = g + r * classes;
+        if (target[r] == ignore_index) {
+#pragma omp simd
+          for (int64_t c = 0; c < classes; ++c) g_row[c] = 0;
+          continue;
+        }
+        const T s = scale[r], m = max[r], l = log_of_sum[r];
+#pragma omp simd
+        for (int64_t c = 0; c < classes; ++c) g_row[c] = (exp_of<T>((row[c] - m) - l) - uniform) * s;
+        g_row[target[r]] -= target_weight * s;
+      }
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::cross_entropy_backward, DeviceType::CPU, cross_entropy_backward_cpu);
+
+// Checks every target on the host (a copy for device tensors), so kernels index without
+// checks, and counts the non-ignored ones for the mean.
+int64_t check_targets(const Tensor& targets, int64_t classes, int64_t ignore_index) {
+  const Tensor host = targets.cpu();
+  const int64_t* target = host.data_ptr<int64_t>();
+  int64_t counted = 0;
+  for (int64_t r = 0; r < host.numel(); ++r) {
+    const int64_t t = target[r];
+    if (t == ignore_index) continue;
+    EMBER_CHECK(t >= 0 && t < classes, "cross_entropy: target {} (at flat position {}) is out of range for {} classes",
+                t, r, classes);
+    ++counted;
+  }
+  return counted;
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOptions options) {
+  EMBER_CHECK(logits.defined() && targets.defined(), "cross_entropy: logits or targets is undefined");
+  EMBER_CHECK(is_floating_point(logits.dtype()), "cross_entropy: logits must be floating point, got {}",
+              logits.dtype());
+  EMBER_CHECK(targets.dtype() == kInt64, "cross_entropy: targets must be int64 class indices, got {}",
+              targets.dtype());
+  EMBER_CHECK(logits.dim() >= 1, "cross_entropy: logits must have a class dim, got a 0-d tensor");
+  EMBER_CHECK(logits.device() == targets.device(), "cross_entropy: logits are on {} but targets are on {}",
+              logits.device(), targets.device());
+  const Shape row_shape(logits.sizes().begin(), logits.sizes().end() - 1);
+  EMBER_CHECK(targets.sizes() == row_shape,
+              "cross_entropy: logits of shape {} need targets of shape {}, got targets of shape {}",
+              shape_str(logits.sizes()), shape_str(row_shape), shape_str(targets.sizes()));
+  EMBER_CHECK(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0,
+              "cross_entropy: label_smoothing must be in [0, 1], got {}", options.label_smoothing);
+  const int64_t classes = logits.size(-1);
+  EMBER_CHECK(classes > 0, "cross_entropy: logits of shape {} have no classes", shape_str(logits.sizes()));
+
+  const Tensor x = contiguous(logits);
+  const Tensor index = contiguous(targets);
+  const int64_t counted = check_targets(index, classes, options.ignore_index);
+  Tensor losses = make_tensor(row_shape, x.dtype(), x.device());
+  Tensor row_max = make_tensor(row_shape, x.dtype(), x.device());
+  Tensor log_sum = make_tensor(row_shape, x.dtype(), x.device());
+  if (losses.numel() > 0) {
+    kernels::cross_entropy[x.device()](losses, row_max, log_sum, x, index, options.ignore_index,
+                                       options.label_smoothing);
+  }
+
+  Tensor out;
+  {
+    // The reduction belongs to this op's one node, not to a node of its own.
+    NoGradGuard no_grad;
+    switch (options.reduction) {
+      case Reduction::None: out = losses; break;
+      case Reduction::Sum: out = sum(losses); break;
+      case Reduction::Mean: out = div(sum(losses), static_cast<double>(counted)); break;
+    }
+  }
+  return autograd::record(
+      "cross_entropy", out, {logits},
+      [sx = autograd::save(x), st = autograd::save(index), smax = autograd::save(row_max),
+       slog_sum = autograd::save(log_sum), options, counted](const Tensor& grad) {
+        const Tensor& saved_x = sx.get();
+        const Tensor& saved_max = smax.get();
+        Tensor row_scale;
+        switch (options.reduction) {
+          case Reduction::None: row_scale = contiguous(grad); break;
+          case Reduction::Sum: row_scale = contiguous(expand(grad, saved_max.sizes())); break;
+          case Reduction::Mean:
+            row_scale = contiguous(expand(div(grad, static_cast<double>(counted)), saved_max.sizes()));
+            break;
+        }
+        Tensor grad_logits = make_tensor(saved_x.sizes(), saved_x.dtype(), saved_x.device());
+        if (grad_logits.numel() > 0) {
+          kernels::cross_entropy_backward[saved_x.device()](grad_logits, row_scale, saved_x, st.get(), saved_max,
+                                                            slog_sum.get(), options.ignore_index,
+                                                            options.label_smoothing);
+        }
+        return autograd::grads(grad_logits);
+      });
+}
+
+}  // namespace ember

@@ -1,0 +1,78 @@
+// dropout: inverted dropout whose mask comes from the counter-based Philox generator.
+//
+// The mask, which every device must reproduce exactly: for a draw with PhiloxState `state`
+// over a tensor of numel elements in row-major order, element i is kept iff
+//     uniform_float(random_word(state, i)) >= static_cast<float>(p)
+// i.e. word i % 4 of philox4x32(state.seed, state.offset + i / 4), its top 24 bits as a float
+// in [0, 1). A draw reserves ceil(numel / 4) counters. Kept elements are scaled by 1 / (1 - p).
+//
+// The backward regenerates the mask from the saved PhiloxState instead of saving it: the mask
+// would cost a tensor as large as the input for every dropout in the model, held until
+// backward, while recomputing it costs a few integer operations per element in a pass that is
+// memory-bound anyway. It also means forward and backward share one kernel.
+#include "core/ops/dropout.h"
+
+#include "core/autograd/record.h"
+#include "core/ops/copy.h"
+#include "core/ops/factory.h"
+#include "core/parallel.h"
+
+namespace ember {
+namespace kernels {
+constinit KernelTable<void(const Tensor& out, const Tensor& x, double p, PhiloxState state)> dropout{"dropout"};
+constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, double p, PhiloxState state)>
+    dropout_backward{"dropout_backward"};
+}  // namespace kernels
+
+namespace {
+
+// out[i] = keep(i) ? x[i] / (1 - p) : 0, with x and out contiguous. Forward and backward
+// both run it (on the input, then on the output's gradient).
+void apply_dropout_mask_cpu(const Tensor& out, const Tensor& x, double p, PhiloxState state) {
+  visit_floating(x.dtype(), "dropout", [&]<class T>() {
+    const T* in = x.data_ptr<T>();
+    T* result = out.data_ptr<T>();
+    const int64_t numel = x.numel();
+    const float threshold = static_cast<float>(p);
+    const T scale = static_cast<T>(1.0 / (1.0 - p));
+    const int64_t counters = (numel + 3) / 4;
+    parallel_for(counters, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t counter = begin; counter < end; ++counter) {
+        const std::array<uint32_t, 4> words = philox4x32(state.seed, state.offset + static_cast<uint64_t>(counter));
+        const int64_t first = counter * 4;
+        const int64_t count = std::min<int64_t>(4, numel - first);
+        for (int64_t j = 0; j < count; ++j) {
+          result[first + j] = uniform_float(words[j]) >= threshold ? in[first + j] * scale : T(0);
+        }
+      }
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::dropout, DeviceType::CPU, apply_dropout_mask_cpu);
+EMBER_REGISTER_KERNEL(kernels::dropout_backward, DeviceType::CPU, apply_dropout_mask_cpu);
+
+}  // namespace
+
+Tensor dropout(const Tensor& x, double p, bool train) {
+  EMBER_CHECK(x.defined(), "dropout: input is undefined");
+  EMBER_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability p must be in [0, 1], got {}", p);
+  EMBER_CHECK(is_floating_point(x.dtype()), "dropout: expected a floating point input, got {}", x.dtype());
+  if (!train || p == 0.0) return x;
+  if (p == 1.0) {
+    // Everything is dropped: zeros, and a zero gradient.
+    Tensor out = zeros(x.sizes(), x.options());
+    return autograd::record("dropout", out, {x}, [](const Tensor& grad) { return autograd::grads(zeros_like(grad)); });
+  }
+  const Tensor input = contiguous(x);
+  const PhiloxState state = Generator::global().reserve((static_cast<uint64_t>(x.numel()) + 3) / 4);
+  Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
+  if (out.numel() > 0) kernels::dropout[x.device()](out, input, p, state);
+  return autograd::record("dropout", out, {x}, [p, state](const Tensor& grad) {
+    const Tensor grad_y = contiguous(grad);
+    Tensor grad_x = make_tensor(grad_y.sizes(), grad_y.dtype(), grad_y.device());
+    if (grad_x.numel() > 0) kernels::dropout_backward[grad_y.device()](grad_x, grad_y, p, state);
+    return autograd::grads(grad_x);
+  });
+}
+
+}  // namespace ember

@@ -1,0 +1,237 @@
+// softmax and log_softmax: fused CPU kernels for the forward (max, exp-sum, normalise) and for
+// the backward, over the [outer, n, inner] layout of a contiguous input (inner == 1 when the
+// dim is last, the fast path).
+#include "core/ops/softmax.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/autograd/record.h"
+#include "core/cpu/vector_math.h"
+#include "core/dispatch.h"
+#include "core/ops/copy.h"
+#include "core/parallel.h"
+
+namespace ember {
+namespace kernels {
+constinit KernelTable<void(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, int64_t inner, bool log)>
+    softmax{"softmax"};
+constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, const Tensor& y, int64_t outer, int64_t n,
+                           int64_t inner, bool log)>
+    softmax_backward{"softmax_backward"};
+}  // namespace kernels
+
+namespace {
+
+// float32 uses the vectorisable exp; float64 keeps std::exp so gradcheck stays exact.
+template <class T>
+inline T exp_of(T v) {
+  if constexpr (std::is_same_v<T, float>) return cpu::exp_f32(v);
+  else return std::exp(v);
+}
+
+// One contiguous row. A row of all -inf has max -inf, so x - max is NaN and the row becomes
+// NaN, as in PyTorch; with a finite max, -inf entries give exactly 0 (and -inf for log).
+template <class T>
+void softmax_row(T* out, const T* x, int64_t n, bool log) {
+  T max = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : max)
+  for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
+  T sum = 0;
+  if (log) {
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) sum += exp_of<T>(x[i] - max);
+    // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds to the spacing of
+    // max, which is 1e-3 for float32 logits of 1e4.
+    const T log_sum = std::log(sum);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - max) - log_sum;
+  } else {
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) {
+      const T e = exp_of<T>(x[i] - max);
+      out[i] = e;
+      sum += e;
+    }
+    const T inverse = T(1) / sum;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) out[i] *= inverse;
+  }
+}
+
+// The strided case: a block of `width` neighbouring columns of one outer slice, each column
+// a softmax along n with stride `inner`. Rows of the block are unit-stride, so every pass
+// vectorises across columns.
+template <class T>
+void softmax_columns(T* out, const T* x, int64_t n, int64_t inner, int64_t width, bool log, T* max, T* sum) {
+  for (int64_t i = 0; i < width; ++i) max[i] = -std::numeric_limits<T>::infinity(), sum[i] = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    const T* row = x + r * inner;
+#pragma omp simd
+    for (int64_t i = 0; i < width; ++i) max[i] = row[i] > max[i] ? row[i] : max[i];
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    const T* row = x + r * inner;
+    T* out_row = out + r * inner;
+#pragma omp simd
+    for (int64_t i = 0; i < width; ++i) {
+      const T e = exp_of<T>(row[i] - max[i]);
+      if (!log) out_row[i] = e;
+      sum[i] += e;
+    }
+  }
+  if (log) {
+    for (int64_t i = 0; i < width; ++i) sum[i] = std::log(sum[i]);
+  } else {
+    for (int64_t i = 0; i < width; ++i) sum[i] = T(1) / sum[i];
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    const T* row = x + r * inner;
+    T* out_row = out + r * inner;
+    if (log) {
+#pragma omp simd
+      for (int64_t i = 0; i < width; ++i) out_row[i] = (row[i] - max[i]) - sum[i];
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < width; ++i) out_row[i] *= sum[i];
+    }
+  }
+}
+
+// Columns handled together in the strided case: enough for full vectors, small enough that
+// the block's rows stay in cache between passes.
+constexpr int64_t kColumnBlock = 256;
+
+// Runs row_fn(o, offset) for each contiguous row (inner == 1) or column_fn(o, i0, width) for
+// each block of columns, in parallel.
+template <class RowFn, class ColumnFn>
+void for_each_slice(int64_t outer, int64_t n, int64_t inner, RowFn row_fn, ColumnFn column_fn) {
+  if (inner == 1) {
+    parallel_for(outer, n, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) row_fn(o * n);
+    });
+    return;
+  }
+  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+  parallel_for(outer * blocks, n * std::min(inner, kColumnBlock), [&](int64_t begin, int64_t end) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t o = unit / blocks, i0 = (unit % blocks) * kColumnBlock;
+      column_fn(o * n * inner + i0, std::min(kColumnBlock, inner - i0));
+    }
+  });
+}
+
+void softmax_cpu(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, int64_t inner, bool log) {
+  visit_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
+    const T* in = x.data_ptr<T>();
+    T* result = out.data_ptr<T>();
+    for_each_slice(
+        outer, n, inner, [&](int64_t offset) { softmax_row(result + offset, in + offset, n, log); },
+        [&](int64_t offset, int64_t width) {
+          T max[kColumnBlock], sum[kColumnBlock];
+          softmax_columns(result + offset, in + offset, n, inner, width, log, max, sum);
+        });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::softmax, DeviceType::CPU, softmax_cpu);
+
+// softmax:     grad_x = y * (grad_y - sum(grad_y * y))
+// log_softmax: grad_x = grad_y - exp(y) * sum(grad_y)
+void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tensor& y, int64_t outer, int64_t n,
+                          int64_t inner, bool log) {
+  visit_floating(y.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
+    const T* g = grad_y.data_ptr<T>();
+    const T* out = y.data_ptr<T>();
+    T* gx = grad_x.data_ptr<T>();
+    auto row_fn = [&](int64_t offset) {
+      const T* gr = g + offset;
+      const T* yr = out + offset;
+      T* gxr = gx + offset;
+      T dot = 0;
+      if (log) {
+#pragma omp simd reduction(+ : dot)
+        for (int64_t i = 0; i < n; ++i) dot += gr[i];
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) gxr[i] = gr[i] - exp_of<T>(yr[i]) * dot;
+      } else {
+#pragma omp simd reduction(+ : dot)
+        for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) gxr[i] = yr[i] * (gr[i] - dot);
+      }
+    };
+    auto column_fn = [&](int64_t offset, int64_t width) {
+      T dot[kColumnBlock];
+      for (int64_t i = 0; i < width; ++i) dot[i] = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        const T* gr = g + offset + r * inner;
+        const T* yr = out + offset + r * inner;
+        if (log) {
+#pragma omp simd
+          for (int64_t i = 0; i < width; ++i) dot[i] += gr[i];
+        } else {
+#pragma omp simd
+          for (int64_t i = 0; i < width; ++i) dot[i] += gr[i] * yr[i];
+        }
+      }
+      for (int64_t r = 0; r < n; ++r) {
+        const T* gr = g + offset + r * inner;
+        const T* yr = out + offset + r * inner;
+        T* gxr = gx + offset + r * inner;
+        if (log) {
+#pragma omp simd
+          for (int64_t i = 0; i < width; ++i) gxr[i] = gr[i] - exp_of<T>(yr[i]) * dot[i];
+        } else {
+#pragma omp simd
+          for (int64_t i = 0; i < width; ++i) gxr[i] = yr[i] * (gr[i] - dot[i]);
+        }
+      }
+    };
+    for_each_slice(outer, n, inner, row_fn, column_fn);
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::softmax_backward, DeviceType::CPU, softmax_backward_cpu);
+
+struct SoftmaxLayout {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+SoftmaxLayout layout_along(const Shape& sizes, int64_t dim) {
+  SoftmaxLayout layout;
+  for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
+    if (d < dim) layout.outer *= sizes[d];
+    else if (d == dim) layout.n = sizes[d];
+    else layout.inner *= sizes[d];
+  }
+  return layout;
+}
+
+Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  EMBER_CHECK(x.defined(), "{}: tensor is undefined", name);
+  EMBER_CHECK(is_floating_point(x.dtype()), "{}: expected a floating point tensor, got {} of shape {}", name,
+              x.dtype(), shape_str(x.sizes()));
+  const int64_t wrapped = wrap_dim(dim, x.dim(), name);
+  const SoftmaxLayout layout = layout_along(x.sizes(), x.dim() == 0 ? 0 : wrapped);
+  const Tensor input = contiguous(x);
+  Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
+  if (out.numel() > 0) kernels::softmax.get(x.device(), name)(out, input, layout.outer, layout.n, layout.inner, log);
+  return autograd::record(name, out, {x}, [y = autograd::save(out), layout, log, name](const Tensor& grad) {
+    const Tensor& saved = y.get();
+    const Tensor grad_y = contiguous(grad);
+    Tensor grad_x = make_tensor(saved.sizes(), saved.dtype(), saved.device());
+    if (grad_x.numel() > 0) {
+      kernels::softmax_backward.get(saved.device(), name)(grad_x, grad_y, saved, layout.outer, layout.n,
+                                                          layout.inner, log);
+    }
+    return autograd::grads(grad_x);
+  });
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_op(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_op(x, dim, true); }
+
+}  // namespace ember

@@ -1,0 +1,94 @@
+// dropout: the documented Philox mask, statistics, scaling, reproducibility, eval mode,
+// gradients, errors.
+#include "helpers.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+TEST_CASE("dropout zeroes a fraction p and scales the survivors by 1/(1-p)") {
+  for (double p : {0.1, 0.3, 0.5, 0.9}) {
+    const Tensor y = dropout(ones({100000}), p);
+    const std::vector<float> values = y.to_vector<float>();
+    int64_t zeros_seen = 0;
+    const float scale = static_cast<float>(1.0 / (1.0 - p));
+    bool survivors_scaled = true;
+    for (float v : values) {
+      if (v == 0.0f) ++zeros_seen;
+      else survivors_scaled = survivors_scaled && v == scale;
+    }
+    CAPTURE(p);
+    CHECK(survivors_scaled);
+    CHECK(std::abs(static_cast<double>(zeros_seen) / 100000.0 - p) < 0.01);
+  }
+}
+
+TEST_CASE("dropout's mask is the documented Philox mapping") {
+  manual_seed(7);
+  const PhiloxState state = Generator::global().state();
+  const double p = 0.4;
+  const Tensor y = dropout(ones({1001}, kFloat64), p);
+  const std::vector<double> values = y.to_vector<double>();
+  for (int64_t i = 0; i < 1001; ++i) {
+    const bool kept = uniform_float(random_word(state, static_cast<uint64_t>(i))) >= static_cast<float>(p);
+    CHECK(values[i] == (kept ? 1.0 / (1.0 - p) : 0.0));
+  }
+  // The draw reserved ceil(1001 / 4) counters.
+  CHECK(Generator::global().state().offset == state.offset + 251);
+}
+
+TEST_CASE("dropout is reproducible under manual_seed and differs between draws") {
+  const Tensor x = randn({3, 50});
+  manual_seed(123);
+  const Tensor a = dropout(x, 0.5);
+  const Tensor b = dropout(x, 0.5);
+  manual_seed(123);
+  const Tensor c = dropout(x, 0.5);
+  check_close(a, c, 0.0, 0.0);
+  CHECK(a.to_vector<float>() != b.to_vector<float>());
+}
+
+TEST_CASE("dropout in eval mode, with p = 0 and with p = 1") {
+  const Tensor x = randn({4, 5}).requires_grad_();
+  CHECK(dropout(x, 0.5, /*train=*/false).impl() == x.impl());
+  CHECK(dropout(x, 0.0).impl() == x.impl());
+  const Tensor all_dropped = dropout(x, 1.0);
+  check_close(all_dropped, zeros({4, 5}), 0.0, 0.0);
+  sum(all_dropped).backward();
+  check_close(x.grad(), zeros({4, 5}), 0.0, 0.0);
+}
+
+TEST_CASE("dropout's backward applies the forward's mask") {
+  const Tensor x = ones({5, 40}, kFloat64).requires_grad_();
+  const Tensor y = dropout(x, 0.25);
+  const Tensor upstream = randn({5, 40}, kFloat64);
+  sum(mul(y, upstream)).backward();
+  check_close(x.grad(), mul(y, upstream), 1e-15);  // x is ones, so y is the scaled mask
+  // A strided input: the mask follows the logical (row-major) order of x.
+  const Tensor base = randn({6, 4}, kFloat64);
+  manual_seed(5);
+  const Tensor strided = dropout(base.t(), 0.5);
+  manual_seed(5);
+  const Tensor packed = dropout(base.t().contiguous(), 0.5);
+  check_close(strided, packed, 0.0, 0.0);
+}
+
+TEST_CASE("dropout passes gradcheck with a fixed seed") {
+  CHECK_GRADCHECK(
+      [](const std::vector<Tensor>& in) {
+        manual_seed(42);  // the same mask on every evaluation
+        return dropout(in[0], 0.3);
+      },
+      std::vector<Tensor>{leaf({4, 6})});
+  CHECK_GRADCHECK(
+      [](const std::vector<Tensor>& in) {
+        manual_seed(43);
+        return dropout(in[0], 0.6);
+      },
+      std::vector<Tensor>{as_leaf(randn({5, 3}, kFloat64).t())});
+}
+
+TEST_CASE("dropout errors") {
+  CHECK_THROWS_WITH_ALL(dropout(ones({2}), -0.1), "dropout", "[0, 1]", "-0.1");
+  CHECK_THROWS_WITH_ALL(dropout(ones({2}), 1.5), "dropout", "[0, 1]", "1.5");
+  CHECK_THROWS_WITH_ALL(dropout(ones({2}, kInt64), 0.5), "dropout", "floating point", "int64");
+}
