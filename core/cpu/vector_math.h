@@ -12,10 +12,14 @@
 
 namespace ember::cpu {
 
+// Forced inline: a call left in a loop body stops the vectoriser, and GCC's heuristics give
+// up on inlining these into the large elementwise-loop templates.
+#define EMBER_VECTOR_MATH_INLINE inline __attribute__((always_inline))
+
 // e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-7 Taylor polynomial (truncation
 // error r^8/8! < 6e-9), then 2^n built in the exponent bits. 2^n is applied as two factors so
 // that n down to -159 (subnormal results, and 0 for -inf) and up to 128 (inf) stay exact.
-inline float exp_f32(float x) {
+EMBER_VECTOR_MATH_INLINE float exp_f32(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2High = 0.693359375f;  // few mantissa bits: n * kLn2High is exact
   constexpr float kLn2Low = -2.12194440e-4f;
@@ -45,7 +49,7 @@ inline float exp_f32(float x) {
 // elsewhere Abramowitz & Stegun 7.1.26, erf(x) = 1 - t (a1 + ... + a5 t^4) e^{-x^2} with
 // t = 1 / (1 + p x), whose absolute error is below 1.5e-7. Both are computed and one is
 // selected, which the vectoriser turns into a blend.
-inline float erf_f32(float x) {
+EMBER_VECTOR_MATH_INLINE float erf_f32(float x) {
   const float a = x < 0.0f ? -x : x;
   const float a2 = a * a;
   // 2/sqrt(pi) * (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320)
@@ -70,7 +74,7 @@ inline float erf_f32(float x) {
 // tanh: near 0 (|x| < 0.4) its odd Maclaurin series to x^11 (relative error < 1e-7);
 // elsewhere 1 - 2 / (e^{2|x|} + 1), which saturates to exactly 1 and never overflows badly
 // (e^{2|x|} = inf gives 1).
-inline float tanh_f32(float x) {
+EMBER_VECTOR_MATH_INLINE float tanh_f32(float x) {
   const float a = x < 0.0f ? -x : x;
   const float a2 = a * a;
   float series = -1382.0f / 155925.0f;
@@ -84,6 +88,8 @@ inline float tanh_f32(float x) {
   return x < 0.0f ? -magnitude : magnitude;
 }
 
-inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+EMBER_VECTOR_MATH_INLINE float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+
+#undef EMBER_VECTOR_MATH_INLINE
 
 }  // namespace ember::cpu
