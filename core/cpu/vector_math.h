@@ -8,7 +8,9 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace ember::cpu {
 
@@ -89,6 +91,14 @@ EMBER_VECTOR_MATH_INLINE float tanh_f32(float x) {
 }
 
 EMBER_VECTOR_MATH_INLINE float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+
+// exp for a kernel templated on the element type: the vectorisable one for float32, std::exp
+// for float64 (so float64 results, which gradcheck relies on, stay exact).
+template <class T>
+EMBER_VECTOR_MATH_INLINE T exp_of(T x) {
+  if constexpr (std::is_same_v<T, float>) return exp_f32(x);
+  else return std::exp(x);
+}
 
 #undef EMBER_VECTOR_MATH_INLINE
 

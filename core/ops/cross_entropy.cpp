@@ -38,12 +38,6 @@ constinit KernelTable<void(const Tensor& grad_logits, const Tensor& row_scale, c
 
 namespace {
 
-template <class T>
-inline T exp_of(T v) {
-  if constexpr (std::is_same_v<T, float>) return cpu::exp_f32(v);
-  else return std::exp(v);
-}
-
 // logits [rows, C] contiguous, targets [rows] checked; losses, row_max and log_sum [rows].
 // Ignored rows get loss 0 (their max and log_sum are still computed, and unused).
 void cross_entropy_cpu(const Tensor& losses, const Tensor& row_max, const Tensor& log_sum, const Tensor& logits,
@@ -68,7 +62,7 @@ void cross_entropy_cpu(const Tensor& losses, const Tensor& row_max, const Tensor
         }
         T sum = 0;
 #pragma omp simd reduction(+ : sum)
-        for (int64_t c = 0; c < classes; ++c) sum += exp_of<T>(row[c] - max);
+        for (int64_t c = 0; c < classes; ++c) sum += cpu::exp_of<T>(row[c] - max);
         const T log_of_sum = std::log(sum);
         max_out[r] = max;
         log_sum_out[r] = log_of_sum;
@@ -112,7 +106,7 @@ void cross_entropy_backward_cpu(const Tensor& grad_logits, const Tensor& row_sca
         }
         const T s = scale[r], m = max[r], l = log_of_sum[r];
 #pragma omp simd
-        for (int64_t c = 0; c < classes; ++c) g_row[c] = (exp_of<T>((row[c] - m) - l) - uniform) * s;
+        for (int64_t c = 0; c < classes; ++c) g_row[c] = (cpu::exp_of<T>((row[c] - m) - l) - uniform) * s;
         g_row[target[r]] -= target_weight * s;
       }
     });

@@ -24,13 +24,6 @@ constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, const Ten
 
 namespace {
 
-// float32 uses the vectorisable exp; float64 keeps std::exp so gradcheck stays exact.
-template <class T>
-inline T exp_of(T v) {
-  if constexpr (std::is_same_v<T, float>) return cpu::exp_f32(v);
-  else return std::exp(v);
-}
-
 // One contiguous row. A row of all -inf has max -inf, so x - max is NaN and the row becomes
 // NaN, as in PyTorch; with a finite max, -inf entries give exactly 0 (and -inf for log).
 template <class T>
@@ -41,7 +34,7 @@ void softmax_row(T* out, const T* x, int64_t n, bool log) {
   T sum = 0;
   if (log) {
 #pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < n; ++i) sum += exp_of<T>(x[i] - max);
+    for (int64_t i = 0; i < n; ++i) sum += cpu::exp_of<T>(x[i] - max);
     // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds to the spacing of
     // max, which is 1e-3 for float32 logits of 1e4.
     const T log_sum = std::log(sum);
@@ -50,7 +43,7 @@ void softmax_row(T* out, const T* x, int64_t n, bool log) {
   } else {
 #pragma omp simd reduction(+ : sum)
     for (int64_t i = 0; i < n; ++i) {
-      const T e = exp_of<T>(x[i] - max);
+      const T e = cpu::exp_of<T>(x[i] - max);
       out[i] = e;
       sum += e;
     }
@@ -76,7 +69,7 @@ void softmax_columns(T* out, const T* x, int64_t n, int64_t inner, int64_t width
     T* out_row = out + r * inner;
 #pragma omp simd
     for (int64_t i = 0; i < width; ++i) {
-      const T e = exp_of<T>(row[i] - max[i]);
+      const T e = cpu::exp_of<T>(row[i] - max[i]);
       if (!log) out_row[i] = e;
       sum[i] += e;
     }
@@ -153,7 +146,7 @@ void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tens
 #pragma omp simd reduction(+ : dot)
         for (int64_t i = 0; i < n; ++i) dot += gr[i];
 #pragma omp simd
-        for (int64_t i = 0; i < n; ++i) gxr[i] = gr[i] - exp_of<T>(yr[i]) * dot;
+        for (int64_t i = 0; i < n; ++i) gxr[i] = gr[i] - cpu::exp_of<T>(yr[i]) * dot;
       } else {
 #pragma omp simd reduction(+ : dot)
         for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
@@ -181,7 +174,7 @@ void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tens
         T* gxr = gx + offset + r * inner;
         if (log) {
 #pragma omp simd
-          for (int64_t i = 0; i < width; ++i) gxr[i] = gr[i] - exp_of<T>(yr[i]) * dot[i];
+          for (int64_t i = 0; i < width; ++i) gxr[i] = gr[i] - cpu::exp_of<T>(yr[i]) * dot[i];
         } else {
 #pragma omp simd
           for (int64_t i = 0; i < width; ++i) gxr[i] = yr[i] * (gr[i] - dot[i]);
