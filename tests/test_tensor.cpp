@@ -218,3 +218,11 @@ TEST_CASE("without a GPU, asking for a CUDA tensor throws an ember::Error naming
   CHECK_THROWS_WITH_ALL(ones({2, 3}).to(Device::cuda(1)), "cuda:1", "CUDA");
   CHECK_THROWS_WITH_ALL(ones({2}).to(Device::parse("cuda")), "cuda:0");
 }
+
+TEST_CASE("int64 tensors refuse values they cannot hold") {
+  CHECK(full({2}, 3.0, kInt64).to_vector<int64_t>() == std::vector<int64_t>{3, 3});
+  CHECK_THROWS_WITH_ALL(full({2}, NAN, kInt64), "full", "nan", "int64");
+  CHECK_THROWS_WITH_ALL(full({2}, 1e19, kInt64), "full", "int64");
+  CHECK_THROWS_WITH_ALL(add(tensor({1}), INFINITY), "add", "inf", "int64");
+  CHECK_THROWS_WITH_ALL(tensor({1}).fill_(-1e30), "fill_", "int64");
+}

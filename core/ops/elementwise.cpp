@@ -148,7 +148,8 @@ Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
 Tensor scalar_operand(const Tensor& tensor, double value, std::string_view op) {
   EMBER_CHECK(tensor.defined(), "{}: tensor is undefined", op);
   if (tensor.dtype() == kInt64) {
-    EMBER_CHECK(value == std::floor(value), "{}: scalar {} is not an integer but the tensor is int64", op, value);
+    EMBER_CHECK(value == std::floor(value) && std::abs(value) < 0x1p63,
+                "{}: scalar {} is not an integer (in int64's range) but the tensor is int64", op, value);
   }
   return scalar_tensor(value, tensor.options());
 }
