@@ -7,6 +7,7 @@
 //      one long dim),
 //   3. splits the elements into one range per thread, and walks each range row by row: the
 //      innermost loop is unit-stride in the common case, so the compiler vectorises it.
+// When every operand is contiguous and of out's shape, it skips 1-3 and runs one flat loop.
 #pragma once
 
 #include <array>
