@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "core/cuda.h"
 #include "core/error.h"
 
 namespace ember {
@@ -31,8 +32,14 @@ void register_allocator(DeviceType type, Allocator* allocator) {
 
 Allocator& allocator_for(Device device) {
   Allocator* allocator = allocators[static_cast<int>(device.type)];
-  EMBER_CHECK(allocator != nullptr, "{}: this build of ember has no {} backend (compiled without CUDA)",
-              device.str(), device.is_cuda() ? "CUDA" : "CPU");
+  if (allocator == nullptr) [[unlikely]] {
+    if (device.is_cuda() && cuda::device_count() == 0) {
+      fail("{}: no CUDA device is available on this machine (check ember::cuda::is_available() before asking "
+           "for one)", device.str());
+    }
+    fail("{}: this build of ember has no memory allocator for {} devices", device.str(),
+         device.is_cuda() ? "CUDA" : "CPU");
+  }
   return *allocator;
 }
 

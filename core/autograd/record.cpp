@@ -79,7 +79,7 @@ bool any_requires_grad(std::initializer_list<Tensor> inputs) {
   return false;
 }
 
-Tensor record_node(const char* op, const Tensor& output, const std::vector<Tensor>& inputs, BackwardFn backward) {
+Tensor record_node(const char* op, const Tensor& output, std::span<const Tensor> inputs, BackwardFn backward) {
   auto node = std::make_shared<Node>();
   node->op = op;
   node->inputs.reserve(inputs.size());

@@ -11,6 +11,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -55,14 +56,15 @@ inline bool any_requires_grad(const std::vector<Tensor>& inputs) {
 // Makes `output` the result of a graph node for `op` when any input requires grad; does
 // nothing otherwise (the closure is then never called). In anomaly mode, checks `output` for
 // NaN/inf first. Returns `output`.
-Tensor record_node(const char* op, const Tensor& output, const std::vector<Tensor>& inputs, BackwardFn backward);
+Tensor record_node(const char* op, const Tensor& output, std::span<const Tensor> inputs, BackwardFn backward);
 void check_finite(const char* op, const Tensor& output);
 
 template <class Backward>
 Tensor record(const char* op, const Tensor& output, std::initializer_list<Tensor> inputs, Backward&& backward) {
   if (AnomalyMode::is_enabled()) check_finite(op, output);
   if (!any_requires_grad(inputs)) return output;
-  return record_node(op, output, std::vector<Tensor>(inputs), BackwardFn(std::forward<Backward>(backward)));
+  return record_node(op, output, std::span<const Tensor>(inputs.begin(), inputs.size()),
+                     BackwardFn(std::forward<Backward>(backward)));
 }
 
 template <class Backward>

@@ -7,6 +7,7 @@
 //      one long dim),
 //   3. splits the elements into one range per thread, and walks each range row by row: the
 //      innermost loop is unit-stride in the common case, so the compiler vectorises it.
+// When every operand is contiguous and of out's shape, it skips 1-3 and runs one flat loop.
 #pragma once
 
 #include <array>
@@ -83,18 +84,35 @@ inline void run_row(Out* out, [[maybe_unused]] std::tuple<const In*...> in, cons
 template <class Out, class... In, class F>
 void for_each_element(const Tensor& out, const std::array<Tensor, sizeof...(In)>& inputs, F f) {
   constexpr size_t N = sizeof...(In) + 1;
-  std::array<const Tensor*, N> operands{&out};
-  for (size_t k = 0; k < sizeof...(In); ++k) operands[k + 1] = &inputs[k];
   const int64_t total = out.numel();
   if (total == 0) return;
-  const LoopGeometry<N> geometry = loop_geometry<N>(out.sizes(), operands);
-  const int64_t rank = static_cast<int64_t>(geometry.sizes.size());
-  const int64_t inner = geometry.sizes.back();
 
   Out* const out_base = out.data_ptr<Out>();
   const std::tuple<const In*...> in_base = [&]<size_t... I>(std::index_sequence<I...>) {
     return std::tuple<const In*...>{inputs[I].template data_ptr<In>()...};
   }(std::index_sequence_for<In...>{});
+
+  // Every operand contiguous and of out's shape (the common case): one flat unit-stride run,
+  // without the geometry below, whose bookkeeping costs more than a small tensor's arithmetic.
+  bool flat = out.is_contiguous();
+  for (const Tensor& input : inputs) flat = flat && input.is_contiguous() && input.sizes() == out.sizes();
+  if (flat) {
+    std::array<int64_t, N> unit_step;
+    unit_step.fill(1);
+    parallel_for(total, 1, [&](int64_t begin, int64_t end) {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        detail::run_row(out_base + begin, std::tuple<const In*...>{std::get<I>(in_base) + begin...}, unit_step,
+                        end - begin, f, std::index_sequence<I...>{});
+      }(std::index_sequence_for<In...>{});
+    });
+    return;
+  }
+
+  std::array<const Tensor*, N> operands{&out};
+  for (size_t k = 0; k < sizeof...(In); ++k) operands[k + 1] = &inputs[k];
+  const LoopGeometry<N> geometry = loop_geometry<N>(out.sizes(), operands);
+  const int64_t rank = static_cast<int64_t>(geometry.sizes.size());
+  const int64_t inner = geometry.sizes.back();
 
   parallel_for(total, 1, [&](int64_t begin, int64_t end) {
     // Multi-index of `begin` in the merged iteration space, and each operand's offset there.

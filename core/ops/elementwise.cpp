@@ -137,8 +137,10 @@ std::vector<Tensor> tie_split_gradients(const Tensor& grad, const Tensor& a, con
 
 Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
   check_operands(op, a, b);
-  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), binary_op_name(op));
-  Tensor out = make_tensor(shape, is_predicate(op) ? kBool : a.dtype(), a.device());
+  const DType dtype = is_predicate(op) ? kBool : a.dtype();
+  Tensor out = a.sizes() == b.sizes()
+                   ? make_tensor(a.sizes(), dtype, a.device())
+                   : make_tensor(broadcast_shapes(a.sizes(), b.sizes(), binary_op_name(op)), dtype, a.device());
   kernels::binary.get(a.device(), binary_op_name(op))(op, out, a, b);
   return out;
 }
@@ -146,7 +148,8 @@ Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
 Tensor scalar_operand(const Tensor& tensor, double value, std::string_view op) {
   EMBER_CHECK(tensor.defined(), "{}: tensor is undefined", op);
   if (tensor.dtype() == kInt64) {
-    EMBER_CHECK(value == std::floor(value), "{}: scalar {} is not an integer but the tensor is int64", op, value);
+    EMBER_CHECK(value == std::floor(value) && std::abs(value) < 0x1p63,
+                "{}: scalar {} is not an integer (in int64's range) but the tensor is int64", op, value);
   }
   return scalar_tensor(value, tensor.options());
 }
@@ -165,6 +168,11 @@ Tensor sum_to(const Tensor& gradient, const Shape& shape) {
 
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(BinaryOp::Add, a, b);
+  // Without broadcasting the gradient passes through as is, and a closure with no captures
+  // records without allocating.
+  if (a.sizes() == b.sizes()) {
+    return autograd::record("add", out, {a, b}, [](const Tensor& grad) { return autograd::grads(grad, grad); });
+  }
   return autograd::record("add", out, {a, b}, [sa = a.sizes(), sb = b.sizes()](const Tensor& grad) {
     return autograd::grads(sum_to(grad, sa), sum_to(grad, sb));
   });
@@ -172,6 +180,9 @@ Tensor add(const Tensor& a, const Tensor& b) {
 
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(BinaryOp::Sub, a, b);
+  if (a.sizes() == b.sizes()) {
+    return autograd::record("sub", out, {a, b}, [](const Tensor& grad) { return autograd::grads(grad, neg(grad)); });
+  }
   return autograd::record("sub", out, {a, b}, [sa = a.sizes(), sb = b.sizes()](const Tensor& grad) {
     return autograd::grads(sum_to(grad, sa), sum_to(neg(grad), sb));
   });

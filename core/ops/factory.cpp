@@ -108,6 +108,9 @@ Tensor empty(const Shape& shape, TensorOptions options) {
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions options) {
+  // Converting NaN, inf or an out-of-range value to int64 is undefined behaviour.
+  EMBER_CHECK(options.dtype() != kInt64 || std::abs(value) < 0x1p63, "full: value {} cannot be stored in an int64 tensor",
+              value);
   Tensor out = make_tensor(shape, options.dtype(), options.device());
   kernels::fill[out.device()](out, value);
   return finish(out, options);

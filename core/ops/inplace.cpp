@@ -2,6 +2,8 @@
 // and (in grad mode) give x a new history.
 #include "core/ops/inplace.h"
 
+#include <cmath>
+
 #include "core/autograd/record.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -27,7 +29,7 @@ void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& othe
 }  // namespace
 
 Tensor& add_(Tensor& x, const Tensor& other, double alpha) {
-  const Tensor scaled = alpha == 1.0 ? other : mul(other, alpha);
+  const Tensor scaled = alpha == 1.0 ? other : mul(other, scalar_operand(other, alpha, "add_"));
   binary_inplace(BinaryOp::Add, "add_", x, scaled);
   autograd::record_inplace("add_", x, {other}, [alpha, shape = other.sizes()](const Tensor& grad) {
     return autograd::grads(grad, sum_to(alpha == 1.0 ? grad : mul(grad, alpha), shape));
@@ -55,8 +57,8 @@ Tensor& mul_(Tensor& x, double other) { return mul_(x, scalar_operand(x, other, 
 Tensor& fill_(Tensor& x, double value) {
   autograd::check_inplace("fill_", x, {});
   if (x.dtype() == kInt64) {
-    EMBER_CHECK(value == static_cast<double>(static_cast<int64_t>(value)),
-                "fill_: value {} is not an integer but the tensor is int64", value);
+    EMBER_CHECK(value == std::floor(value) && std::abs(value) < 0x1p63,
+                "fill_: value {} is not an integer (in int64's range) but the tensor is int64", value);
   }
   kernels::fill[x.device()](x, value);
   x.impl()->storage->bump_version();

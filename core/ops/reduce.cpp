@@ -2,24 +2,131 @@
 // all/any. Every CPU kernel walks the [outer, reduce, inner] layout of cpu/reduction_layout.h.
 #include "core/ops/reduce.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
 #include "core/autograd/record.h"
 #include "core/cpu/reduction_layout.h"
 #include "core/dispatch.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/ops/unary.h"
 #include "core/ops/views.h"
 #include "core/parallel.h"
 
 namespace ember {
 namespace kernels {
 constinit KernelTable<void(const Tensor& out, const Tensor& x, const std::vector<bool>& mask)> sum{"sum"};
+constinit KernelTable<void(const Tensor& out, const Tensor& x, const std::vector<bool>& mask, int64_t correction)>
+    variance{"var"};
+constinit KernelTable<void(const Tensor& out, const Tensor& x, const std::vector<bool>& mask)> logsumexp{
+    "logsumexp"};
+constinit KernelTable<void(Extremum which, const Tensor& out, const Tensor& x, const std::vector<bool>& mask)>
+    extremum{"amax"};
+constinit KernelTable<void(Extremum which, const Tensor& values, const Tensor& indices, const Tensor& x,
+                           const std::vector<bool>& mask)>
+    extremum_index{"argmax"};
 }  // namespace kernels
 
 namespace {
 
-// out[o, i] = sum over r of x[o, r, i]. Accumulates in double for float32 when rows are
-// long, so large sums keep their precision.
+// ---- CPU kernels ----------------------------------------------------------------------------
+//
+// Each kernel has two shapes of loop. With inner == 1 every output reduces one contiguous row
+// (a vectorised reduction, rows split over threads). Otherwise an output column (o, i) steps
+// through the rows r with stride `inner`, so the kernel works on a block of neighbouring
+// columns at once and the loop over the block is the unit-stride, vectorised one.
+
+// Float32 sums accumulate in double, so long rows keep their precision.
+template <class T>
+using Accumulator = std::conditional_t<std::is_same_v<T, float>, double, T>;
+
+// Kernels that need scratch per column work on tiles of this many columns.
+constexpr int64_t kColumnTile = 64;
+
+// Calls body(o, i0, i1) for blocks of columns [i0, i1) of outer index o, covering every output
+// once, split over threads by output element.
+template <class Body>
+void parallel_over_columns(const cpu::ReductionLayout& layout, Body&& body) {
+  const int64_t inner = layout.inner;
+  parallel_for(layout.outer * inner, layout.reduce, [&](int64_t begin, int64_t end) {
+    for (int64_t flat = begin; flat < end;) {
+      const int64_t o = flat / inner, i0 = flat % inner;
+      const int64_t i1 = std::min(inner, i0 + (end - flat));
+      for (int64_t t0 = i0; t0 < i1; t0 += kColumnTile) body(o, t0, std::min(i1, t0 + kColumnTile));
+      flat += i1 - i0;
+    }
+  });
+}
+
+// Calls body(o, row) for each contiguous row of an inner == 1 layout, split over threads.
+template <class T, class Body>
+void parallel_over_rows(const cpu::ReductionLayout& layout, Body&& body) {
+  const T* in = layout.source.data_ptr<T>();
+  const int64_t reduce = layout.reduce;
+  parallel_for(layout.outer, reduce, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) body(o, in + o * reduce);
+  });
+}
+
+template <class T>
+bool is_nan(T value) {
+  if constexpr (std::is_floating_point_v<T>) return value != value;
+  else return false;
+}
+
+template <Extremum which, class T>
+bool beats(T candidate, T best) {
+  if constexpr (which == Extremum::Max) return candidate > best;
+  else return candidate < best;
+}
+
+// The largest (smallest) element of a contiguous row of n >= 1 elements, NaN if it holds one.
+template <Extremum which, class T>
+T row_extremum(const T* row, int64_t n) {
+  T best = row[0];
+  int nan_seen = 0;
+  if constexpr (which == Extremum::Max) {
+#pragma omp simd reduction(max : best) reduction(| : nan_seen)
+    for (int64_t r = 0; r < n; ++r) {
+      best = row[r] > best ? row[r] : best;
+      nan_seen |= is_nan(row[r]);
+    }
+  } else {
+#pragma omp simd reduction(min : best) reduction(| : nan_seen)
+    for (int64_t r = 0; r < n; ++r) {
+      best = row[r] < best ? row[r] : best;
+      nan_seen |= is_nan(row[r]);
+    }
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (nan_seen) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return best;
+}
+
+// Folds row r into running extrema of a column block; once a column holds NaN it keeps it.
+template <Extremum which, class T>
+void fold_extremum(T* best, const T* row, int64_t count) {
+#pragma omp simd
+  for (int64_t k = 0; k < count; ++k) {
+    const T v = row[k];
+    best[k] = (beats<which>(v, best[k]) || is_nan(v)) ? v : best[k];
+  }
+}
+
+// Calls fn.template operator()<which>() with `which` as a compile-time constant.
+template <class Fn>
+void visit_extremum(Extremum which, Fn&& fn) {
+  if (which == Extremum::Max) fn.template operator()<Extremum::Max>();
+  else fn.template operator()<Extremum::Min>();
+}
+
+// out[o, i] = sum over r of x[o, r, i].
 void sum_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
   visit_numeric(x.dtype(), "sum", [&]<class T>() {
@@ -27,44 +134,306 @@ void sum_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) 
     T* result = out.data_ptr<T>();
     const int64_t reduce = layout.reduce, inner = layout.inner;
     if (inner == 1) {
-      parallel_for(layout.outer, reduce, [&](int64_t begin, int64_t end) {
-        for (int64_t o = begin; o < end; ++o) {
-          const T* row = in + o * reduce;
-          using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
-          Acc total = 0;
+      parallel_over_rows<T>(layout, [&](int64_t o, const T* row) {
+        Accumulator<T> total = 0;
 #pragma omp simd reduction(+ : total)
-          for (int64_t r = 0; r < reduce; ++r) total += row[r];
-          result[o] = static_cast<T>(total);
-        }
+        for (int64_t r = 0; r < reduce; ++r) total += row[r];
+        result[o] = static_cast<T>(total);
       });
       return;
     }
-    // Reduce across rows: accumulate whole rows of `inner` elements (vectorised), split over
-    // threads by output element.
-    parallel_for(layout.outer * inner, reduce, [&](int64_t begin, int64_t end) {
-      for (int64_t flat = begin; flat < end;) {
-        const int64_t o = flat / inner, i0 = flat % inner;
-        const int64_t i1 = std::min(inner, i0 + (end - flat));
-        T* acc = result + o * inner;
-        for (int64_t i = i0; i < i1; ++i) acc[i] = 0;
-        for (int64_t r = 0; r < reduce; ++r) {
-          const T* row = in + (o * reduce + r) * inner;
+    parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
+      T* acc = result + o * inner;
+      for (int64_t i = i0; i < i1; ++i) acc[i] = 0;
+      for (int64_t r = 0; r < reduce; ++r) {
+        const T* row = in + (o * reduce + r) * inner;
 #pragma omp simd
-          for (int64_t i = i0; i < i1; ++i) acc[i] += row[i];
-        }
-        flat += i1 - i0;
+        for (int64_t i = i0; i < i1; ++i) acc[i] += row[i];
       }
     });
   });
 }
 EMBER_REGISTER_KERNEL(kernels::sum, DeviceType::CPU, sum_cpu);
 
+// Two passes (mean, then squared deviations from it): the one-pass sum of squares minus the
+// squared sum cancels catastrophically when the mean is large against the spread.
+void variance_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& mask, int64_t correction) {
+  const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  visit_floating(x.dtype(), "var", [&]<class T>() {
+    using Acc = Accumulator<T>;
+    const T* in = layout.source.data_ptr<T>();
+    T* result = out.data_ptr<T>();
+    const int64_t reduce = layout.reduce, inner = layout.inner;
+    // As PyTorch: N - correction <= 0 divides by 0 and gives NaN (or inf).
+    const Acc divisor = static_cast<Acc>(std::max<int64_t>(reduce - correction, 0));
+    const Acc count = static_cast<Acc>(reduce);
+    if (inner == 1) {
+      parallel_over_rows<T>(layout, [&](int64_t o, const T* row) {
+        Acc total = 0;
+#pragma omp simd reduction(+ : total)
+        for (int64_t r = 0; r < reduce; ++r) total += row[r];
+        const Acc mean = total / count;
+        Acc squares = 0;
+#pragma omp simd reduction(+ : squares)
+        for (int64_t r = 0; r < reduce; ++r) {
+          const Acc deviation = static_cast<Acc>(row[r]) - mean;
+          squares += deviation * deviation;
+        }
+        result[o] = static_cast<T>(squares / divisor);
+      });
+      return;
+    }
+    parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
+      const int64_t width = i1 - i0;
+      Acc mean[kColumnTile] = {}, squares[kColumnTile] = {};
+      const T* base = in + o * reduce * inner + i0;
+      for (int64_t r = 0; r < reduce; ++r) {
+        const T* row = base + r * inner;
+#pragma omp simd
+        for (int64_t k = 0; k < width; ++k) mean[k] += row[k];
+      }
+      for (int64_t k = 0; k < width; ++k) mean[k] /= count;
+      for (int64_t r = 0; r < reduce; ++r) {
+        const T* row = base + r * inner;
+#pragma omp simd
+        for (int64_t k = 0; k < width; ++k) {
+          const Acc deviation = static_cast<Acc>(row[k]) - mean[k];
+          squares[k] += deviation * deviation;
+        }
+      }
+      for (int64_t k = 0; k < width; ++k) result[o * inner + i0 + k] = static_cast<T>(squares[k] / divisor);
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::variance, DeviceType::CPU, variance_cpu);
+
+// The shift subtracted before exponentiating: the max, except when it is infinite. A row of
+// -inf then gives log(0) = -inf and a row holding +inf gives +inf, instead of inf - inf = NaN.
+template <class T>
+T logsumexp_shift(T max) {
+  return std::isinf(max) ? T(0) : max;
+}
+
+void logsumexp_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
+  const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  visit_floating(x.dtype(), "logsumexp", [&]<class T>() {
+    using Acc = Accumulator<T>;
+    const T* in = layout.source.data_ptr<T>();
+    T* result = out.data_ptr<T>();
+    const int64_t reduce = layout.reduce, inner = layout.inner;
+    if (reduce == 0) {  // the sum of no exponentials is 0
+      parallel_for(layout.outer * inner, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) result[i] = -std::numeric_limits<T>::infinity();
+      });
+      return;
+    }
+    if (inner == 1) {
+      parallel_over_rows<T>(layout, [&](int64_t o, const T* row) {
+        const T shift = logsumexp_shift(row_extremum<Extremum::Max>(row, reduce));
+        Acc total = 0;
+#pragma omp simd reduction(+ : total)
+        for (int64_t r = 0; r < reduce; ++r) total += std::exp(row[r] - shift);
+        result[o] = static_cast<T>(shift + std::log(total));
+      });
+      return;
+    }
+    parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
+      const int64_t width = i1 - i0;
+      T shift[kColumnTile];
+      Acc total[kColumnTile] = {};
+      const T* base = in + o * reduce * inner + i0;
+      std::copy(base, base + width, shift);
+      for (int64_t r = 1; r < reduce; ++r) fold_extremum<Extremum::Max>(shift, base + r * inner, width);
+      for (int64_t k = 0; k < width; ++k) shift[k] = logsumexp_shift(shift[k]);
+      for (int64_t r = 0; r < reduce; ++r) {
+        const T* row = base + r * inner;
+#pragma omp simd
+        for (int64_t k = 0; k < width; ++k) total[k] += std::exp(row[k] - shift[k]);
+      }
+      for (int64_t k = 0; k < width; ++k) {
+        result[o * inner + i0 + k] = static_cast<T>(shift[k] + std::log(total[k]));
+      }
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::logsumexp, DeviceType::CPU, logsumexp_cpu);
+
+void extremum_cpu(Extremum which_value, const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
+  const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  visit_numeric(x.dtype(), which_value == Extremum::Max ? "amax" : "amin", [&]<class T>() {
+    visit_extremum(which_value, [&]<Extremum which>() {
+      const T* in = layout.source.data_ptr<T>();
+      T* result = out.data_ptr<T>();
+      const int64_t reduce = layout.reduce, inner = layout.inner;
+      if (inner == 1) {
+        parallel_over_rows<T>(layout, [&](int64_t o, const T* row) { result[o] = row_extremum<which>(row, reduce); });
+        return;
+      }
+      parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
+        T* best = result + o * inner + i0;
+        const T* base = in + o * reduce * inner + i0;
+        std::copy(base, base + (i1 - i0), best);
+        for (int64_t r = 1; r < reduce; ++r) fold_extremum<which>(best, base + r * inner, i1 - i0);
+      });
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::extremum, DeviceType::CPU, extremum_cpu);
+
+void extremum_index_cpu(Extremum which_value, const Tensor& values, const Tensor& indices, const Tensor& x,
+                        const std::vector<bool>& mask) {
+  const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  visit_numeric(x.dtype(), which_value == Extremum::Max ? "argmax" : "argmin", [&]<class T>() {
+    visit_extremum(which_value, [&]<Extremum which>() {
+      const T* in = layout.source.data_ptr<T>();
+      T* value_out = values.defined() ? values.data_ptr<T>() : nullptr;
+      int64_t* index_out = indices.data_ptr<int64_t>();
+      const int64_t reduce = layout.reduce, inner = layout.inner;
+      if (inner == 1) {
+        // The extremum first (vectorised), then a scan for its first occurrence.
+        parallel_over_rows<T>(layout, [&](int64_t o, const T* row) {
+          const T best = row_extremum<which>(row, reduce);
+          int64_t index = 0;
+          if (is_nan(best)) {
+            while (!is_nan(row[index])) ++index;
+          } else {
+            while (row[index] != best) ++index;
+          }
+          index_out[o] = index;
+          if (value_out) value_out[o] = row[index];
+        });
+        return;
+      }
+      parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
+        const int64_t width = i1 - i0;
+        T best[kColumnTile];
+        int64_t position[kColumnTile] = {};
+        const T* base = in + o * reduce * inner + i0;
+        std::copy(base, base + width, best);
+        for (int64_t r = 1; r < reduce; ++r) {
+          const T* row = base + r * inner;
+#pragma omp simd
+          for (int64_t k = 0; k < width; ++k) {
+            // Strictly better keeps the first of ties; a NaN replaces only a number.
+            const bool take = beats<which>(row[k], best[k]) || (is_nan(row[k]) && !is_nan(best[k]));
+            best[k] = take ? row[k] : best[k];
+            position[k] = take ? r : position[k];
+          }
+        }
+        std::copy(position, position + width, index_out + o * inner + i0);
+        if (value_out) std::copy(best, best + width, value_out + o * inner + i0);
+      });
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::extremum_index, DeviceType::CPU, extremum_index_cpu);
+
+// ---- shared pieces of the ops ---------------------------------------------------------------
+
+// The dims a mask covers, as a dims list for the reductions above.
+Shape masked_dims(const std::vector<bool>& mask) {
+  Shape dims;
+  for (size_t d = 0; d < mask.size(); ++d) {
+    if (mask[d]) dims.push_back(static_cast<int64_t>(d));
+  }
+  return dims;
+}
+
+// How many elements of x each output combines.
+int64_t reduced_count(const Tensor& x, const std::vector<bool>& mask) {
+  int64_t count = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) count *= mask[d] ? x.sizes()[d] : 1;
+  return count;
+}
+
+// A reduced tensor (keepdim or not) reshaped to keepdim form, so it broadcasts against x.
+Tensor keepdim_form(const Tensor& reduced, const Shape& input_shape, const std::vector<bool>& mask) {
+  return reshape(reduced, reduced_shape(input_shape, mask, /*keepdim=*/true));
+}
+
 // The gradient of a reduction, broadcast back over the reduced dims.
 Tensor expand_reduced(const Tensor& grad, const Shape& input_shape, const std::vector<bool>& mask) {
-  return expand(reshape(grad, reduced_shape(input_shape, mask, /*keepdim=*/true)), input_shape);
+  return expand(keepdim_form(grad, input_shape, mask), input_shape);
+}
+
+// max, min and their relatives have no value for an empty group.
+void check_nonempty_groups(const Tensor& x, const std::vector<bool>& mask, const char* op, bool all_dims) {
+  if (all_dims) {
+    EMBER_CHECK(x.numel() > 0, "{}: the tensor is empty (shape {}); the {} of no elements is undefined", op,
+                shape_str(x.sizes()), op);
+    return;
+  }
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    EMBER_CHECK(!mask[d] || x.sizes()[d] > 0,
+                "{}: cannot reduce dim {} of size 0 (tensor of shape {}); the {} of no elements is undefined",
+                op, d, shape_str(x.sizes()), op);
+  }
+}
+
+void check_defined_numeric(const Tensor& x, const char* op) {
+  EMBER_CHECK(x.defined(), "{}: tensor is undefined", op);
+  EMBER_CHECK(x.dtype() != kBool, "{}: not defined for bool tensors (convert with to(kInt64))", op);
+}
+
+void check_defined_floating(const Tensor& x, const char* op) {
+  EMBER_CHECK(x.defined(), "{}: tensor is undefined", op);
+  EMBER_CHECK(is_floating_point(x.dtype()), "{}: expected a floating point tensor, got {}", op, x.dtype());
+}
+
+// d var / dx = 2 (x - mean) / (N - correction), times the incoming gradient.
+Tensor variance_backward(const Tensor& grad, const Tensor& x, const std::vector<bool>& mask, int64_t correction) {
+  const double divisor = static_cast<double>(std::max<int64_t>(reduced_count(x, mask) - correction, 0));
+  const Tensor centered = sub(x, mean(x, masked_dims(mask), /*keepdim=*/true));
+  return mul(centered, mul(keepdim_form(grad, x.sizes(), mask), 2.0 / divisor));
+}
+
+// The variance without recording: var and std record their own backward.
+Tensor variance_forward(const Tensor& x, const std::vector<bool>& mask, int64_t correction, bool keepdim,
+                        const char* op) {
+  Tensor out = make_tensor(reduced_shape(x.sizes(), mask, keepdim), x.dtype(), x.device());
+  kernels::variance.get(x.device(), op)(out, x, mask, correction);
+  return out;
+}
+
+// amax/amin and the all-element max/min; `op` names the public op in errors.
+Tensor extremum_values(Extremum which, const Tensor& x, const Shape& dims, bool keepdim, const char* op) {
+  check_defined_numeric(x, op);
+  const std::vector<bool> mask = reduction_mask(dims, x.dim(), op);
+  check_nonempty_groups(x, mask, op, dims.empty());
+  Tensor out = make_tensor(reduced_shape(x.sizes(), mask, keepdim), x.dtype(), x.device());
+  kernels::extremum.get(x.device(), op)(which, out, x, mask);
+  // Every element equal to the extremum shares the gradient evenly, as in PyTorch's amax.
+  return autograd::record(op, out, {x}, [sx = autograd::save(x), so = autograd::save(out), mask](const Tensor& grad) {
+    const Tensor& input = sx.get();
+    const Tensor selected = eq(input, keepdim_form(so.get(), input.sizes(), mask)).to(input.dtype());
+    const Tensor share = div(keepdim_form(grad, input.sizes(), mask), sum(selected, masked_dims(mask), true));
+    return autograd::grads(mul(selected, share));
+  });
+}
+
+// The mask of one dim (all dims when dim is absent) for the index reductions.
+std::vector<bool> index_mask(const Tensor& x, std::optional<int64_t> dim, const char* op) {
+  return reduction_mask(dim ? Shape{*dim} : Shape{}, x.dim(), op);
+}
+
+// Values (when wanted) and int64 indices of the extremum along `dim`, or over the flattened
+// tensor when dim is absent (then the result is 0-d).
+ValuesIndices extremum_with_index(Extremum which, const Tensor& x, std::optional<int64_t> dim, bool keepdim,
+                                  bool want_values, const char* op) {
+  check_defined_numeric(x, op);
+  const std::vector<bool> mask = index_mask(x, dim, op);
+  check_nonempty_groups(x, mask, op, !dim);
+  const Shape out_shape = dim ? reduced_shape(x.sizes(), mask, keepdim) : Shape{};
+  ValuesIndices result;
+  if (want_values) result.values = make_tensor(out_shape, x.dtype(), x.device());
+  result.indices = make_tensor(out_shape, kInt64, x.device());
+  kernels::extremum_index.get(x.device(), op)(which, result.values, result.indices, x, mask);
+  return result;
 }
 
 }  // namespace
+
+// ---- sum and mean -------------------------------------------------------------------------
 
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
   EMBER_CHECK(x.defined(), "sum: tensor is undefined");
@@ -80,19 +449,131 @@ Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
 Tensor sum(const Tensor& x) { return sum(x, {}, false); }
 
 Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
-  EMBER_CHECK(x.defined(), "mean: tensor is undefined");
-  EMBER_CHECK(is_floating_point(x.dtype()), "mean: expected a floating point tensor, got {}", x.dtype());
+  check_defined_floating(x, "mean");
   const std::vector<bool> mask = reduction_mask(dims, x.dim(), "mean");
-  int64_t count = 1;
-  for (int64_t d = 0; d < x.dim(); ++d) count *= mask[d] ? x.sizes()[d] : 1;
-  return div(sum(x, dims, keepdim), static_cast<double>(count));
+  return div(sum(x, dims, keepdim), static_cast<double>(reduced_count(x, mask)));
 }
 
 Tensor mean(const Tensor& x) { return mean(x, {}, false); }
 
-}  // namespace ember
+// ---- var and std ----------------------------------------------------------------------------
 
-namespace ember {
+Tensor var(const Tensor& x, const Shape& dims, bool unbiased, bool keepdim) {
+  check_defined_floating(x, "var");
+  const std::vector<bool> mask = reduction_mask(dims, x.dim(), "var");
+  const int64_t correction = unbiased ? 1 : 0;
+  Tensor out = variance_forward(x, mask, correction, keepdim, "var");
+  return autograd::record("var", out, {x}, [sx = autograd::save(x), mask, correction](const Tensor& grad) {
+    return autograd::grads(variance_backward(grad, sx.get(), mask, correction));
+  });
+}
+
+Tensor std(const Tensor& x, const Shape& dims, bool unbiased, bool keepdim) {
+  check_defined_floating(x, "std");
+  const std::vector<bool> mask = reduction_mask(dims, x.dim(), "std");
+  const int64_t correction = unbiased ? 1 : 0;
+  Tensor out = unary_forward(UnaryOp::Sqrt, variance_forward(x, mask, correction, keepdim, "std"));
+  return autograd::record(
+      "std", out, {x}, [sx = autograd::save(x), so = autograd::save(out), mask, correction](const Tensor& grad) {
+        // d std = d var / (2 std). Where std is 0 every deviation is 0 too, so the gradient is
+        // 0 there (as in PyTorch) rather than 0/0: divide by 1 instead.
+        const Tensor& deviation = so.get();
+        const Tensor safe = add(deviation, eq(deviation, 0.0).to(deviation.dtype()));
+        return autograd::grads(variance_backward(div(grad, mul(safe, 2.0)), sx.get(), mask, correction));
+      });
+}
+
+Tensor var(const Tensor& x, bool unbiased) { return var(x, Shape{}, unbiased, false); }
+Tensor std(const Tensor& x, bool unbiased) { return std(x, Shape{}, unbiased, false); }
+Tensor var(const Tensor& x, std::initializer_list<int64_t> dims, bool unbiased, bool keepdim) {
+  return var(x, Shape(dims), unbiased, keepdim);
+}
+Tensor std(const Tensor& x, std::initializer_list<int64_t> dims, bool unbiased, bool keepdim) {
+  return std(x, Shape(dims), unbiased, keepdim);
+}
+
+// ---- logsumexp ------------------------------------------------------------------------------
+
+Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
+  check_defined_floating(x, "logsumexp");
+  const std::vector<bool> mask = reduction_mask(dims, x.dim(), "logsumexp");
+  Tensor out = make_tensor(reduced_shape(x.sizes(), mask, keepdim), x.dtype(), x.device());
+  kernels::logsumexp[x.device()](out, x, mask);
+  return autograd::record(
+      "logsumexp", out, {x}, [sx = autograd::save(x), so = autograd::save(out), mask](const Tensor& grad) {
+        const Tensor& input = sx.get();
+        // d/dx = exp(x - out), a softmax. Raising a -inf result to the lowest finite value
+        // makes an all -inf group give exp(-inf) = 0 instead of exp(-inf + inf) = NaN.
+        const double lowest = input.dtype() == kFloat32 ? std::numeric_limits<float>::lowest()
+                                                        : std::numeric_limits<double>::lowest();
+        const Tensor result = clamp(keepdim_form(so.get(), input.sizes(), mask), lowest, std::nullopt);
+        return autograd::grads(mul(keepdim_form(grad, input.sizes(), mask), exp(sub(input, result))));
+      });
+}
+
+// ---- amax, amin, max, min -------------------------------------------------------------------
+
+Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) {
+  return extremum_values(Extremum::Max, x, dims, keepdim, "amax");
+}
+Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
+  return extremum_values(Extremum::Min, x, dims, keepdim, "amin");
+}
+Tensor max(const Tensor& x) { return extremum_values(Extremum::Max, x, {}, false, "max"); }
+Tensor min(const Tensor& x) { return extremum_values(Extremum::Min, x, {}, false, "min"); }
+
+namespace {
+
+ValuesIndices max_or_min(Extremum which, const Tensor& x, int64_t dim, bool keepdim, const char* op) {
+  ValuesIndices result = extremum_with_index(which, x, dim, keepdim, /*want_values=*/true, op);
+  result.indices = autograd::non_differentiable(op, result.indices);
+  // The gradient goes to the chosen element only: a one-hot of the index along dim.
+  result.values = autograd::record(
+      op, result.values, {x},
+      [shape = x.sizes(), dim = wrap_dim(dim, x.dim(), op), keepdim, si = autograd::save(result.indices)](
+          const Tensor& grad) {
+        if (shape.empty()) return autograd::grads(grad);
+        const Tensor index = keepdim ? si.get() : unsqueeze(si.get(), dim);
+        Shape position_shape(shape.size(), 1);
+        position_shape[dim] = shape[dim];
+        const Tensor positions =
+            reshape(arange(static_cast<double>(shape[dim]), TensorOptions(kInt64).device(grad.device())),
+                    position_shape);
+        const Tensor chosen = eq(positions, index).to(grad.dtype());
+        return autograd::grads(mul(chosen, keepdim ? grad : unsqueeze(grad, dim)));
+      });
+  return result;
+}
+
+}  // namespace
+
+ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim) {
+  return max_or_min(Extremum::Max, x, dim, keepdim, "max");
+}
+ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) {
+  return max_or_min(Extremum::Min, x, dim, keepdim, "min");
+}
+
+// ---- argmax, argmin -------------------------------------------------------------------------
+
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  return autograd::non_differentiable(
+      "argmax", extremum_with_index(Extremum::Max, x, dim, keepdim, /*want_values=*/false, "argmax").indices);
+}
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  return autograd::non_differentiable(
+      "argmin", extremum_with_index(Extremum::Min, x, dim, keepdim, /*want_values=*/false, "argmin").indices);
+}
+Tensor argmax(const Tensor& x) {
+  return autograd::non_differentiable(
+      "argmax", extremum_with_index(Extremum::Max, x, std::nullopt, false, /*want_values=*/false, "argmax").indices);
+}
+Tensor argmin(const Tensor& x) {
+  return autograd::non_differentiable(
+      "argmin", extremum_with_index(Extremum::Min, x, std::nullopt, false, /*want_values=*/false, "argmin").indices);
+}
+
+// ---- any, all -------------------------------------------------------------------------------
 
 // any and all count the nonzero elements with the sum kernel.
 Tensor any(const Tensor& x, const Shape& dims, bool keepdim) {

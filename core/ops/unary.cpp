@@ -128,7 +128,8 @@ bool is_math(UnaryOp op) {
          op != UnaryOp::IsFinite && op != UnaryOp::IsNan;
 }
 
-// The derivative of each op as a tensor expression of its input x and output y.
+// The derivative of each op as a tensor expression of its input x or its output y (only the
+// one it reads is defined).
 Tensor derivative(UnaryOp op, const Tensor& x, const Tensor& y) {
   switch (op) {
     case UnaryOp::Neg: return full_like(x, -1.0);
@@ -170,8 +171,13 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   static constexpr const char* kNames[] = {"neg", "abs",  "exp",     "log",  "sqrt", "rsqrt",   "sin",
                                            "cos", "tanh", "sigmoid", "relu", "erf",  "gelu",    "gelu",
                                            "sign", "isfinite", "isnan"};
+  // Save only the tensor the derivative reads, so that writing in place to the other one
+  // (y = sin(x); y.mul_(2)) stays legal, as in PyTorch.
+  const bool uses_output = op == UnaryOp::Exp || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt ||
+                           op == UnaryOp::Tanh || op == UnaryOp::Sigmoid;
   return autograd::record(kNames[static_cast<int>(op)], out, {x},
-                          [op, sx = autograd::save(x), sy = autograd::save(out)](const Tensor& grad) {
+                          [op, sx = autograd::save(uses_output ? Tensor() : x),
+                           sy = autograd::save(uses_output ? out : Tensor())](const Tensor& grad) {
                             return autograd::grads(mul(grad, derivative(op, sx.get(), sy.get())));
                           });
 }

@@ -198,6 +198,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
     }
     const int64_t old = x.sizes()[d - lead];
     const int64_t want = shape[d] == -1 ? old : shape[d];
+    EMBER_CHECK(want >= 0, "expand: invalid size {} in {}", want, shape_str(shape));
     EMBER_CHECK(old == want || old == 1, "expand: shape {} cannot be expanded to {} (dim {}: {} vs {})",
                 shape_str(x.sizes()), shape_str(shape), d, old, want);
     sizes[d] = want;
