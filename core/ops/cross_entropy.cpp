@@ -17,6 +17,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/record.h"
+#include "core/cpu/prefetch.h"
 #include "core/cpu/vector_math.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -61,8 +62,11 @@ void cross_entropy_cpu(const Tensor& losses, const Tensor& row_max, const Tensor
           total += row[c];
         }
         T sum = 0;
+        const T* next = r + 1 < end ? row + classes : nullptr;
+        cpu::for_chunks_prefetching(classes, next, [&](int64_t c0, int64_t c1) {
 #pragma omp simd reduction(+ : sum)
-        for (int64_t c = 0; c < classes; ++c) sum += cpu::exp_of<T>(row[c] - max);
+          for (int64_t c = c0; c < c1; ++c) sum += cpu::exp_of<T>(row[c] - max);
+        });
         const T log_of_sum = std::log(sum);
         max_out[r] = max;
         log_sum_out[r] = log_of_sum;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/autograd/record.h"
+#include "core/cpu/prefetch.h"
 #include "core/ops/copy.h"
 #include "core/parallel.h"
 
@@ -46,8 +47,11 @@ void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, con
         for (int64_t i = 0; i < n; ++i) sum += row[i];
         const T mu = sum * inverse_n;
         T squares = 0;
+        const T* next = r + 1 < end ? row + n : nullptr;
+        cpu::for_chunks_prefetching(n, next, [&](int64_t c0, int64_t c1) {
 #pragma omp simd reduction(+ : squares)
-        for (int64_t i = 0; i < n; ++i) squares += (row[i] - mu) * (row[i] - mu);
+          for (int64_t i = c0; i < c1; ++i) squares += (row[i] - mu) * (row[i] - mu);
+        });
         const T sigma_inverse = T(1) / std::sqrt(squares * inverse_n + static_cast<T>(eps));
         mean_out[r] = mu;
         rstd_out[r] = sigma_inverse;

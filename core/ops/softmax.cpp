@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/autograd/record.h"
+#include "core/cpu/prefetch.h"
 #include "core/cpu/vector_math.h"
 #include "core/dispatch.h"
 #include "core/ops/copy.h"
@@ -24,29 +25,34 @@ constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, const Ten
 
 namespace {
 
-// One contiguous row. A row of all -inf has max -inf, so x - max is NaN and the row becomes
-// NaN, as in PyTorch; with a finite max, -inf entries give exactly 0 (and -inf for log).
+// One contiguous row; `next` is the row after it (nullptr for none), prefetched during the
+// exp pass. A row of all -inf has max -inf, so x - max is NaN and the row becomes NaN, as in
+// PyTorch; with a finite max, -inf entries give exactly 0 (and -inf for log).
 template <class T>
-void softmax_row(T* out, const T* x, int64_t n, bool log) {
+void softmax_row(T* out, const T* x, const T* next, int64_t n, bool log) {
   T max = -std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(max : max)
   for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
   T sum = 0;
   if (log) {
+    cpu::for_chunks_prefetching(n, next, [&](int64_t c0, int64_t c1) {
 #pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < n; ++i) sum += cpu::exp_of<T>(x[i] - max);
+      for (int64_t i = c0; i < c1; ++i) sum += cpu::exp_of<T>(x[i] - max);
+    });
     // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds to the spacing of
     // max, which is 1e-3 for float32 logits of 1e4.
     const T log_sum = std::log(sum);
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - max) - log_sum;
   } else {
+    cpu::for_chunks_prefetching(n, next, [&](int64_t c0, int64_t c1) {
 #pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < n; ++i) {
-      const T e = cpu::exp_of<T>(x[i] - max);
-      out[i] = e;
-      sum += e;
-    }
+      for (int64_t i = c0; i < c1; ++i) {
+        const T e = cpu::exp_of<T>(x[i] - max);
+        out[i] = e;
+        sum += e;
+      }
+    });
     const T inverse = T(1) / sum;
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) out[i] *= inverse;
@@ -96,13 +102,14 @@ void softmax_columns(T* out, const T* x, int64_t n, int64_t inner, int64_t width
 // the block's rows stay in cache between passes.
 constexpr int64_t kColumnBlock = 256;
 
-// Runs row_fn(o, offset) for each contiguous row (inner == 1) or column_fn(o, i0, width) for
-// each block of columns, in parallel.
+// Runs row_fn(offset, has_next) for each contiguous row (inner == 1; has_next when the same
+// thread goes on to the following row) or column_fn(offset, width) for each block of
+// columns, in parallel.
 template <class RowFn, class ColumnFn>
 void for_each_slice(int64_t outer, int64_t n, int64_t inner, RowFn row_fn, ColumnFn column_fn) {
   if (inner == 1) {
     parallel_for(outer, n, [&](int64_t begin, int64_t end) {
-      for (int64_t o = begin; o < end; ++o) row_fn(o * n);
+      for (int64_t o = begin; o < end; ++o) row_fn(o * n, o + 1 < end);
     });
     return;
   }
@@ -120,7 +127,10 @@ void softmax_cpu(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, i
     const T* in = x.data_ptr<T>();
     T* result = out.data_ptr<T>();
     for_each_slice(
-        outer, n, inner, [&](int64_t offset) { softmax_row(result + offset, in + offset, n, log); },
+        outer, n, inner,
+        [&](int64_t offset, bool has_next) {
+          softmax_row(result + offset, in + offset, has_next ? in + offset + n : nullptr, n, log);
+        },
         [&](int64_t offset, int64_t width) {
           T max[kColumnBlock], sum[kColumnBlock];
           softmax_columns(result + offset, in + offset, n, inner, width, log, max, sum);
@@ -137,7 +147,7 @@ void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tens
     const T* g = grad_y.data_ptr<T>();
     const T* out = y.data_ptr<T>();
     T* gx = grad_x.data_ptr<T>();
-    auto row_fn = [&](int64_t offset) {
+    auto row_fn = [&](int64_t offset, bool) {
       const T* gr = g + offset;
       const T* yr = out + offset;
       T* gxr = gx + offset;
