@@ -60,6 +60,20 @@ TEST_CASE("erf_f32 is within 1e-6 of erf, and relatively accurate near 0") {
   CHECK(std::isnan(cpu::erf_f32(std::numeric_limits<float>::quiet_NaN())));
 }
 
+TEST_CASE("gelu_f32 is within 3e-7 of x Phi(x) times max(1, |x|)") {
+  double worst = 0;
+  for (float x : sweep(-10.0f, 10.0f, 1000001)) {
+    const double v = x;
+    const double expected = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    worst = std::max(worst, std::abs(cpu::gelu_f32(x) - expected) / std::max(1.0, std::abs(v)));
+  }
+  MESSAGE("gelu_f32 max error (scaled by max(1, |x|)) " << worst);
+  CHECK(worst < 3e-7);
+  CHECK(cpu::gelu_f32(0.0f) == 0.0f);
+  CHECK(std::isinf(cpu::gelu_f32(std::numeric_limits<float>::infinity())));
+  CHECK(std::isnan(cpu::gelu_f32(std::numeric_limits<float>::quiet_NaN())));
+}
+
 TEST_CASE("tanh_f32 and sigmoid_f32 are within a few float epsilons") {
   double worst_tanh = 0, worst_sigmoid = 0;
   for (float x : sweep(-20.0f, 20.0f, 1000001)) {

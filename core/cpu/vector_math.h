@@ -1,4 +1,4 @@
-// Branch-free float32 exp, erf, tanh and sigmoid that the compiler vectorises inside
+// Branch-free float32 exp, erf, gelu, tanh and sigmoid that the compiler vectorises inside
 // `#pragma omp simd` loops (libm's scalar calls would stop it). Used by the float32 kernels of
 // softmax, log_softmax, cross_entropy and the unary ops; float64 kernels keep std:: functions.
 //
@@ -20,15 +20,14 @@ namespace ember::cpu {
 // up on inlining these into the large elementwise-loop templates.
 #define EMBER_VECTOR_MATH_INLINE inline __attribute__((always_inline))
 
-// e^x: x = n ln2 + r with |r| <= ln2/2; e^r by a degree-6 polynomial interpolating it at the
-// Chebyshev nodes of that interval (relative error 2.5e-9, against 5e-9 for the degree-7
-// Taylor polynomial), and 2^n built in the exponent bits. The polynomial computes 2 e^r and
-// the exponent 2^(n-1), so that n = 128 (results up to FLT_MAX) still has a valid exponent.
-// Out-of-range inputs are handled by the two selects at the end, whose constants let the
-// compiler mask the arithmetic instead of clamping the input (fewer instructions):
-// x < -87 (results below 2e-38, the bottom of the normal range) gives 0, -inf included;
-// x > ln(FLT_MAX) gives inf; NaN passes through the arithmetic.
-EMBER_VECTOR_MATH_INLINE float exp_f32(float x) {
+namespace detail {
+
+// e^x for x in [-87, 88.72] (elsewhere garbage): x = n ln2 + r with |r| <= ln2/2; e^r by a
+// degree-6 polynomial interpolating it at the Chebyshev nodes of that interval (relative
+// error 2.5e-9, against 5e-9 for the degree-7 Taylor polynomial), and 2^n built in the
+// exponent bits. The polynomial computes 2 e^r and the exponent 2^(n-1), so that n = 128
+// (results up to FLT_MAX) still has a valid exponent. NaN passes through.
+EMBER_VECTOR_MATH_INLINE float exp_in_range_f32(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2High = 0.693359375f;  // few mantissa bits: n * kLn2High is exact
   constexpr float kLn2Low = -2.12194440e-4f;
@@ -44,15 +43,42 @@ EMBER_VECTOR_MATH_INLINE float exp_f32(float x) {
   p = p * r + 2.0f;
   p = p * r + 2.0f;
   const int32_t exponent_bits = (std::bit_cast<int32_t>(shifted) - (std::bit_cast<int32_t>(kRoundMagic) - 126)) << 23;
-  const float result = p * std::bit_cast<float>(exponent_bits);  // 2 e^r * 2^(n-1)
-  const float underflowed = x < -87.0f ? 0.0f : result;
-  return x > 88.72283935546875f ? std::numeric_limits<float>::infinity() : underflowed;
+  return p * std::bit_cast<float>(exponent_bits);  // 2 e^r * 2^(n-1)
+}
+
+}  // namespace detail
+
+// e^x for x <= 0 or NaN: what softmax and cross_entropy exponentiate (logits minus their
+// max, log-probabilities), and erf. Results below 2e-38 (x < -87, the bottom of the normal
+// range) are 0, -inf included; NaN passes through (the comparison is false). The result's
+// bits are masked rather than a constant 0 selected: given a constant, GCC masks every step
+// of the arithmetic instead, which costs a third more instructions.
+EMBER_VECTOR_MATH_INLINE float exp_nonpositive_f32(float x) {
+  const int32_t keep = -static_cast<int32_t>(!(x < -87.0f));  // all ones, or 0 below the range
+  return std::bit_cast<float>(std::bit_cast<int32_t>(detail::exp_in_range_f32(x)) & keep);
+}
+
+// e^x: as exp_nonpositive_f32, and inf above ln(FLT_MAX).
+EMBER_VECTOR_MATH_INLINE float exp_f32(float x) {
+  return x > 88.72283935546875f ? std::numeric_limits<float>::infinity() : exp_nonpositive_f32(x);
+}
+
+// erf(a) for a >= 0 by Abramowitz & Stegun 7.1.26: 1 - t (a1 + ... + a5 t^4) e^{-a^2} with
+// t = 1 / (1 + p a). Its absolute error is below 1.5e-7 everywhere, but near 0 that is a
+// large relative error. NaN passes through; a = inf gives 1.
+EMBER_VECTOR_MATH_INLINE float erf_rational_f32(float a) {
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  float poly = 1.061405429f;
+  poly = poly * t - 1.453152027f;
+  poly = poly * t + 1.421413741f;
+  poly = poly * t - 0.284496736f;
+  poly = poly * t + 0.254829592f;
+  return 1.0f - poly * t * exp_nonpositive_f32(-a * a);
 }
 
 // erf: near 0 (|x| < 0.5) its Maclaurin series, which keeps the relative accuracy there;
-// elsewhere Abramowitz & Stegun 7.1.26, erf(x) = 1 - t (a1 + ... + a5 t^4) e^{-x^2} with
-// t = 1 / (1 + p x), whose absolute error is below 1.5e-7. Both are computed and one is
-// selected, which the vectoriser turns into a blend.
+// elsewhere erf_rational_f32. Both are computed and one is selected, which the vectoriser
+// turns into a blend.
 EMBER_VECTOR_MATH_INLINE float erf_f32(float x) {
   const float a = x < 0.0f ? -x : x;
   const float a2 = a * a;
@@ -64,15 +90,16 @@ EMBER_VECTOR_MATH_INLINE float erf_f32(float x) {
   series = series * a2 - 1.0f / 3.0f;
   series = series * a2 + 1.0f;
   series = series * a * 1.12837916709551257f;
-  const float t = 1.0f / (1.0f + 0.3275911f * a);
-  float poly = 1.061405429f;
-  poly = poly * t - 1.453152027f;
-  poly = poly * t + 1.421413741f;
-  poly = poly * t - 0.284496736f;
-  poly = poly * t + 0.254829592f;
-  const float tail = 1.0f - poly * t * exp_f32(-a2);
-  const float magnitude = a < 0.5f ? series : tail;
+  const float magnitude = a < 0.5f ? series : erf_rational_f32(a);
   return x < 0.0f ? -magnitude : magnitude;
+}
+
+// GELU, x Phi(x) = x/2 (1 + erf(x / sqrt 2)). erf is added to 1 here, so only its absolute
+// error matters and erf_rational_f32 serves near 0 too, without erf_f32's series.
+EMBER_VECTOR_MATH_INLINE float gelu_f32(float x) {
+  const float a = x < 0.0f ? -x : x;
+  const float erf_magnitude = erf_rational_f32(a * 0.70710678118654752f);
+  return 0.5f * x * (1.0f + (x < 0.0f ? -erf_magnitude : erf_magnitude));
 }
 
 // tanh: near 0 (|x| < 0.4) its odd Maclaurin series to x^11 (relative error < 1e-7);
@@ -94,11 +121,11 @@ EMBER_VECTOR_MATH_INLINE float tanh_f32(float x) {
 
 EMBER_VECTOR_MATH_INLINE float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
-// exp for a kernel templated on the element type: the vectorisable one for float32, std::exp
-// for float64 (so float64 results, which gradcheck relies on, stay exact).
+// e^x for x <= 0 in a kernel templated on the element type: exp_nonpositive_f32 for float32,
+// std::exp for float64 (so float64 results, which gradcheck relies on, stay exact).
 template <class T>
-EMBER_VECTOR_MATH_INLINE T exp_of(T x) {
-  if constexpr (std::is_same_v<T, float>) return exp_f32(x);
+EMBER_VECTOR_MATH_INLINE T exp_nonpositive(T x) {
+  if constexpr (std::is_same_v<T, float>) return exp_nonpositive_f32(x);
   else return std::exp(x);
 }
 

@@ -17,7 +17,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/record.h"
-#include "core/cpu/prefetch.h"
+#include "core/cpu/row_loops.h"
 #include "core/cpu/vector_math.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -55,18 +55,13 @@ void cross_entropy_cpu(const Tensor& losses, const Tensor& row_max, const Tensor
     parallel_for(rows, 2 * classes, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* row = x + r * classes;
-        T max = -std::numeric_limits<T>::infinity(), total = 0;
-#pragma omp simd reduction(max : max) reduction(+ : total)
-        for (int64_t c = 0; c < classes; ++c) {
-          max = row[c] > max ? row[c] : max;
-          total += row[c];
-        }
-        T sum = 0;
+        const auto [max, total] = cpu::row_max_and_sum(row, classes);
+        // Prefetching the next row during the exp pass overlaps its memory traffic with
+        // this row's arithmetic.
         const T* next = r + 1 < end ? row + classes : nullptr;
-        cpu::for_chunks_prefetching(classes, next, [&](int64_t c0, int64_t c1) {
-#pragma omp simd reduction(+ : sum)
-          for (int64_t c = c0; c < c1; ++c) sum += cpu::exp_of<T>(row[c] - max);
-        });
+        const T sum = cpu::sum_over_row<T>(
+            classes, [&](int64_t c) { if (next != nullptr) __builtin_prefetch(next + c); },
+            [&](int64_t c) { return cpu::exp_nonpositive<T>(row[c] - max); });
         const T log_of_sum = std::log(sum);
         max_out[r] = max;
         log_sum_out[r] = log_of_sum;
@@ -110,7 +105,7 @@ void cross_entropy_backward_cpu(const Tensor& grad_logits, const Tensor& row_sca
         }
         const T s = scale[r], m = max[r], l = log_of_sum[r];
 #pragma omp simd
-        for (int64_t c = 0; c < classes; ++c) g_row[c] = (cpu::exp_of<T>((row[c] - m) - l) - uniform) * s;
+        for (int64_t c = 0; c < classes; ++c) g_row[c] = (cpu::exp_nonpositive<T>((row[c] - m) - l) - uniform) * s;
         g_row[target[r]] -= target_weight * s;
       }
     });

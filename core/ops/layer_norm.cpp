@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/autograd/record.h"
-#include "core/cpu/prefetch.h"
+#include "core/cpu/row_loops.h"
 #include "core/ops/copy.h"
 #include "core/parallel.h"
 
@@ -46,12 +46,17 @@ void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, con
 #pragma omp simd reduction(+ : sum)
         for (int64_t i = 0; i < n; ++i) sum += row[i];
         const T mu = sum * inverse_n;
-        T squares = 0;
-        const T* next = r + 1 < end ? row + n : nullptr;
-        cpu::for_chunks_prefetching(n, next, [&](int64_t c0, int64_t c1) {
-#pragma omp simd reduction(+ : squares)
-          for (int64_t i = c0; i < c1; ++i) squares += (row[i] - mu) * (row[i] - mu);
-        });
+        // Prefetching the next row (input for reading, output for writing) while this one is
+        // in cache overlaps its memory traffic with this row's arithmetic.
+        const bool has_next = r + 1 < end;
+        const T squares = cpu::sum_over_row<T>(
+            n,
+            [&](int64_t i) {
+              if (!has_next) return;
+              __builtin_prefetch(row + n + i);
+              __builtin_prefetch(out_row + n + i, 1);
+            },
+            [&](int64_t i) { return (row[i] - mu) * (row[i] - mu); });
         const T sigma_inverse = T(1) / std::sqrt(squares * inverse_n + static_cast<T>(eps));
         mean_out[r] = mu;
         rstd_out[r] = sigma_inverse;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/autograd/record.h"
-#include "core/cpu/prefetch.h"
+#include "core/cpu/row_loops.h"
 #include "core/cpu/vector_math.h"
 #include "core/dispatch.h"
 #include "core/ops/copy.h"
@@ -25,33 +25,31 @@ constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, const Ten
 
 namespace {
 
-// One contiguous row; `next` is the row after it (nullptr for none), prefetched during the
-// exp pass. A row of all -inf has max -inf, so x - max is NaN and the row becomes NaN, as in
-// PyTorch; with a finite max, -inf entries give exactly 0 (and -inf for log).
+// One contiguous row. `next_x` and `next_out` are the row after it (nullptr for none),
+// prefetched during the exp pass: the input for reading, the output for writing (a store to
+// a line not in cache would otherwise stall on fetching it). A row of all -inf has max -inf,
+// so x - max is NaN and the row becomes NaN, as in PyTorch; with a finite max, -inf entries
+// give exactly 0 (and -inf for log).
 template <class T>
-void softmax_row(T* out, const T* x, const T* next, int64_t n, bool log) {
-  T max = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : max)
-  for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
-  T sum = 0;
+void softmax_row(T* out, const T* x, const T* next_x, T* next_out, int64_t n, bool log) {
+  const T max = cpu::row_max(x, n);
+  auto prefetch_next = [&](int64_t i) {
+    if (next_x == nullptr) return;
+    __builtin_prefetch(next_x + i);
+    __builtin_prefetch(next_out + i, 1);
+  };
   if (log) {
-    cpu::for_chunks_prefetching(n, next, [&](int64_t c0, int64_t c1) {
-#pragma omp simd reduction(+ : sum)
-      for (int64_t i = c0; i < c1; ++i) sum += cpu::exp_of<T>(x[i] - max);
-    });
+    const T sum = cpu::sum_over_row<T>(n, prefetch_next, [&](int64_t i) { return cpu::exp_nonpositive<T>(x[i] - max); });
     // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds to the spacing of
     // max, which is 1e-3 for float32 logits of 1e4.
     const T log_sum = std::log(sum);
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - max) - log_sum;
   } else {
-    cpu::for_chunks_prefetching(n, next, [&](int64_t c0, int64_t c1) {
-#pragma omp simd reduction(+ : sum)
-      for (int64_t i = c0; i < c1; ++i) {
-        const T e = cpu::exp_of<T>(x[i] - max);
-        out[i] = e;
-        sum += e;
-      }
+    const T sum = cpu::sum_over_row<T>(n, prefetch_next, [&](int64_t i) {
+      const T e = cpu::exp_nonpositive<T>(x[i] - max);
+      out[i] = e;
+      return e;
     });
     const T inverse = T(1) / sum;
 #pragma omp simd
@@ -75,7 +73,7 @@ void softmax_columns(T* out, const T* x, int64_t n, int64_t inner, int64_t width
     T* out_row = out + r * inner;
 #pragma omp simd
     for (int64_t i = 0; i < width; ++i) {
-      const T e = cpu::exp_of<T>(row[i] - max[i]);
+      const T e = cpu::exp_nonpositive<T>(row[i] - max[i]);
       if (!log) out_row[i] = e;
       sum[i] += e;
     }
@@ -129,7 +127,8 @@ void softmax_cpu(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, i
     for_each_slice(
         outer, n, inner,
         [&](int64_t offset, bool has_next) {
-          softmax_row(result + offset, in + offset, has_next ? in + offset + n : nullptr, n, log);
+          softmax_row(result + offset, in + offset, has_next ? in + offset + n : nullptr,
+                      has_next ? result + offset + n : nullptr, n, log);
         },
         [&](int64_t offset, int64_t width) {
           T max[kColumnBlock], sum[kColumnBlock];
@@ -156,7 +155,7 @@ void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tens
 #pragma omp simd reduction(+ : dot)
         for (int64_t i = 0; i < n; ++i) dot += gr[i];
 #pragma omp simd
-        for (int64_t i = 0; i < n; ++i) gxr[i] = gr[i] - cpu::exp_of<T>(yr[i]) * dot;
+        for (int64_t i = 0; i < n; ++i) gxr[i] = gr[i] - cpu::exp_nonpositive<T>(yr[i]) * dot;
       } else {
 #pragma omp simd reduction(+ : dot)
         for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
@@ -184,7 +183,7 @@ void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tens
         T* gxr = gx + offset + r * inner;
         if (log) {
 #pragma omp simd
-          for (int64_t i = 0; i < width; ++i) gxr[i] = gr[i] - cpu::exp_of<T>(yr[i]) * dot[i];
+          for (int64_t i = 0; i < width; ++i) gxr[i] = gr[i] - cpu::exp_nonpositive<T>(yr[i]) * dot[i];
         } else {
 #pragma omp simd
           for (int64_t i = 0; i < width; ++i) gxr[i] = yr[i] * (gr[i] - dot[i]);

@@ -57,7 +57,7 @@ void math_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
     default: break;
   }
   if constexpr (std::is_same_v<T, float>) {
-    // float32 exp, erf and tanh from cpu/vector_math.h: libm calls would keep these loops
+    // float32 exp, erf, gelu, tanh and sigmoid from cpu/vector_math.h: libm calls would keep these loops
     // scalar. float64 stays on std:: functions below, so gradcheck sees exact values. The
     // bodies are forced inline: for_each_element instantiates its loop twice (flat and
     // strided), and GCC then leaves a body this large as a call, which stops vectorisation.
@@ -72,9 +72,7 @@ void math_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
       case UnaryOp::Erf:
         return for_each_element<T, T>(out, {x}, [](T v) __attribute__((always_inline)) { return erf_f32(v); });
       case UnaryOp::Gelu:
-        return for_each_element<T, T>(out, {x}, [](T v) __attribute__((always_inline)) {
-          return 0.5f * v * (1.0f + erf_f32(v * float(kInvSqrt2)));
-        });
+        return for_each_element<T, T>(out, {x}, [](T v) __attribute__((always_inline)) { return gelu_f32(v); });
       case UnaryOp::GeluTanh:
         return for_each_element<T, T>(out, {x}, [](T v) __attribute__((always_inline)) {
           return 0.5f * v * (1.0f + tanh_f32(float(kSqrt2OverPi) * (v + 0.044715f * v * v * v)));

@@ -1,0 +1,81 @@
+// Loops over one contiguous row for the row kernels (softmax, cross_entropy, layer_norm).
+// Each keeps its partial results per lane, in arrays one or four vector registers long that
+// the compiler keeps in registers, so that
+//   - a max or sum over a row from memory is not bound by the latency of one accumulator
+//     (four independent vector accumulators), and
+//   - a sum interleaved with software prefetches needs no horizontal reduction per block.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+namespace ember::cpu {
+
+// Elements of T in one cache line (and one 512-bit vector register).
+template <class T>
+inline constexpr int64_t kLineLanes = 64 / static_cast<int64_t>(sizeof(T));
+
+// {max, sum} of x[0, n). NaN entries are ignored by the max (they reach the result through
+// the sum, and through whatever the caller computes from x).
+template <class T>
+std::pair<T, T> row_max_and_sum(const T* x, int64_t n) {
+  constexpr int64_t kLanes = 4 * kLineLanes<T>;
+  T max_lanes[kLanes], sum_lanes[kLanes];
+  for (int64_t lane = 0; lane < kLanes; ++lane) max_lanes[lane] = -std::numeric_limits<T>::infinity(), sum_lanes[lane] = 0;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+    for (int64_t lane = 0; lane < kLanes; ++lane) {
+      const T v = x[i + lane];
+      max_lanes[lane] = v > max_lanes[lane] ? v : max_lanes[lane];
+      sum_lanes[lane] += v;
+    }
+  }
+  T max = -std::numeric_limits<T>::infinity(), sum = 0;
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max, sum += x[i];
+  for (int64_t lane = 0; lane < kLanes; ++lane) {
+    max = max_lanes[lane] > max ? max_lanes[lane] : max;
+    sum += sum_lanes[lane];
+  }
+  return {max, sum};
+}
+
+// The max of x[0, n) (NaN entries ignored).
+template <class T>
+T row_max(const T* x, int64_t n) {
+  constexpr int64_t kLanes = 4 * kLineLanes<T>;
+  T lanes[kLanes];
+  for (int64_t lane = 0; lane < kLanes; ++lane) lanes[lane] = -std::numeric_limits<T>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+    for (int64_t lane = 0; lane < kLanes; ++lane) lanes[lane] = x[i + lane] > lanes[lane] ? x[i + lane] : lanes[lane];
+  }
+  T max = -std::numeric_limits<T>::infinity();
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  for (int64_t lane = 0; lane < kLanes; ++lane) max = lanes[lane] > max ? lanes[lane] : max;
+  return max;
+}
+
+// The sum over i in [0, n) of term(i) (term may also write, e.g. out[i]), calling
+// prefetch(i) once per cache line's worth of elements: the caller prefetches the next row
+// there, so that its memory traffic overlaps this row's arithmetic (the hardware prefetcher
+// stops at the row's end). `flatten` inlines term into the loop, which the vectoriser needs.
+template <class T, class Prefetch, class Term>
+__attribute__((flatten)) T sum_over_row(int64_t n, Prefetch&& prefetch, Term&& term) {
+  constexpr int64_t kLanes = kLineLanes<T>;
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    prefetch(i);
+#pragma omp simd
+    for (int64_t lane = 0; lane < kLanes; ++lane) lanes[lane] += term(i + lane);
+  }
+  T total = 0;
+  for (; i < n; ++i) total += term(i);
+  for (int64_t lane = 0; lane < kLanes; ++lane) total += lanes[lane];
+  return total;
+}
+
+}  // namespace ember::cpu
