@@ -16,6 +16,27 @@ namespace ember::cpu {
 template <class T>
 inline constexpr int64_t kLineLanes = 64 / static_cast<int64_t>(sizeof(T));
 
+// Folds lanes[0, count) (count a power of two) into lanes[0] with `combine`, halving the
+// width each step: log2(count) dependent steps, each a vector operation, where a running
+// scalar would be count dependent steps.
+template <class T, class Combine>
+inline T fold_lanes(T* lanes, int64_t count, Combine combine) {
+  for (int64_t width = count / 2; width > 0; width /= 2) {
+#pragma omp simd
+    for (int64_t lane = 0; lane < width; ++lane) lanes[lane] = combine(lanes[lane], lanes[lane + width]);
+  }
+  return lanes[0];
+}
+
+template <class T>
+inline T max_of(T a, T b) {
+  return b > a ? b : a;
+}
+template <class T>
+inline T sum_of(T a, T b) {
+  return a + b;
+}
+
 // {max, sum} of x[0, n). NaN entries are ignored by the max (they reach the result through
 // the sum, and through whatever the caller computes from x).
 template <class T>
@@ -28,17 +49,15 @@ std::pair<T, T> row_max_and_sum(const T* x, int64_t n) {
 #pragma omp simd
     for (int64_t lane = 0; lane < kLanes; ++lane) {
       const T v = x[i + lane];
-      max_lanes[lane] = v > max_lanes[lane] ? v : max_lanes[lane];
+      max_lanes[lane] = max_of(max_lanes[lane], v);
       sum_lanes[lane] += v;
     }
   }
-  T max = -std::numeric_limits<T>::infinity(), sum = 0;
-  for (; i < n; ++i) max = x[i] > max ? x[i] : max, sum += x[i];
-  for (int64_t lane = 0; lane < kLanes; ++lane) {
-    max = max_lanes[lane] > max ? max_lanes[lane] : max;
-    sum += sum_lanes[lane];
+  for (int64_t lane = 0; i < n; ++i, ++lane) {
+    max_lanes[lane] = max_of(max_lanes[lane], x[i]);
+    sum_lanes[lane] += x[i];
   }
-  return {max, sum};
+  return {fold_lanes(max_lanes, kLanes, max_of<T>), fold_lanes(sum_lanes, kLanes, sum_of<T>)};
 }
 
 // The max of x[0, n) (NaN entries ignored).
@@ -50,12 +69,10 @@ T row_max(const T* x, int64_t n) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
 #pragma omp simd
-    for (int64_t lane = 0; lane < kLanes; ++lane) lanes[lane] = x[i + lane] > lanes[lane] ? x[i + lane] : lanes[lane];
+    for (int64_t lane = 0; lane < kLanes; ++lane) lanes[lane] = max_of(lanes[lane], x[i + lane]);
   }
-  T max = -std::numeric_limits<T>::infinity();
-  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
-  for (int64_t lane = 0; lane < kLanes; ++lane) max = lanes[lane] > max ? lanes[lane] : max;
-  return max;
+  for (int64_t lane = 0; i < n; ++i, ++lane) lanes[lane] = max_of(lanes[lane], x[i]);
+  return fold_lanes(lanes, kLanes, max_of<T>);
 }
 
 // The sum over i in [0, n) of term(i) (term may also write, e.g. out[i]), calling
@@ -72,10 +89,8 @@ __attribute__((flatten)) T sum_over_row(int64_t n, Prefetch&& prefetch, Term&& t
 #pragma omp simd
     for (int64_t lane = 0; lane < kLanes; ++lane) lanes[lane] += term(i + lane);
   }
-  T total = 0;
-  for (; i < n; ++i) total += term(i);
-  for (int64_t lane = 0; lane < kLanes; ++lane) total += lanes[lane];
-  return total;
+  for (int64_t lane = 0; i < n; ++i, ++lane) lanes[lane] += term(i);
+  return fold_lanes(lanes, kLanes, sum_of<T>);
 }
 
 }  // namespace ember::cpu
