@@ -55,7 +55,9 @@ void cross_entropy_cpu(const Tensor& losses, const Tensor& row_max, const Tensor
     parallel_for(rows, 2 * classes, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* row = x + r * classes;
-        const auto [max, total] = cpu::row_max_and_sum(row, classes);
+        // The sum of the logits is needed only for label smoothing.
+        const auto [max, total] = smoothing == T(0) ? std::pair<T, T>{cpu::row_max(row, classes), T(0)}
+                                                    : cpu::row_max_and_sum(row, classes);
         // Prefetching the next row during the exp pass overlaps its memory traffic with
         // this row's arithmetic.
         const T* next = r + 1 < end ? row + classes : nullptr;
