@@ -43,7 +43,10 @@ template <class T>
 std::pair<T, T> row_max_and_sum(const T* x, int64_t n) {
   constexpr int64_t kLanes = 4 * kLineLanes<T>;
   T max_lanes[kLanes], sum_lanes[kLanes];
-  for (int64_t lane = 0; lane < kLanes; ++lane) max_lanes[lane] = -std::numeric_limits<T>::infinity(), sum_lanes[lane] = 0;
+  for (int64_t lane = 0; lane < kLanes; ++lane) {
+    max_lanes[lane] = -std::numeric_limits<T>::infinity();
+    sum_lanes[lane] = 0;
+  }
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
 #pragma omp simd

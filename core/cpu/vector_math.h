@@ -42,7 +42,8 @@ EMBER_VECTOR_MATH_INLINE float exp_in_range_f32(float x) {
   p = p * r + 1.0f;
   p = p * r + 2.0f;
   p = p * r + 2.0f;
-  const int32_t exponent_bits = (std::bit_cast<int32_t>(shifted) - (std::bit_cast<int32_t>(kRoundMagic) - 126)) << 23;
+  const int32_t biased_n_minus_1 = std::bit_cast<int32_t>(shifted) - (std::bit_cast<int32_t>(kRoundMagic) - 126);
+  const int32_t exponent_bits = biased_n_minus_1 << 23;
   return p * std::bit_cast<float>(exponent_bits);  // 2 e^r * 2^(n-1)
 }
 

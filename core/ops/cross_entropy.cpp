@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/record.h"

@@ -39,7 +39,8 @@ void softmax_row(T* out, const T* x, const T* next_x, T* next_out, int64_t n, bo
     __builtin_prefetch(next_out + i, 1);
   };
   if (log) {
-    const T sum = cpu::sum_over_row<T>(n, prefetch_next, [&](int64_t i) { return cpu::exp_nonpositive<T>(x[i] - max); });
+    const T sum =
+        cpu::sum_over_row<T>(n, prefetch_next, [&](int64_t i) { return cpu::exp_nonpositive<T>(x[i] - max); });
     // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds to the spacing of
     // max, which is 1e-3 for float32 logits of 1e4.
     const T log_sum = std::log(sum);
