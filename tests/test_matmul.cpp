@@ -139,8 +139,11 @@ TEST_CASE("matmul of a batch whose rows cannot be folded into one matrix") {
   const Tensor b = randn({4, 5}, kFloat64);
   check_close(matmul(a, b), naive_matmul(a, b), 1e-12, 1e-12);
   // Many small matrices: the batch is split across threads, one single-threaded gemm each.
-  const Tensor many = randn({17, 3, 6}), others = randn({17, 2, 6}).transpose(1, 2);
+  const Tensor many = randn({64, 16, 16}), others = randn({64, 12, 16}).transpose(1, 2);
   check_close(matmul(many, others), naive_matmul(many, others), 1e-4, 1e-4);
+  // ... and so is a batch sharing one right operand that cannot be folded.
+  const Tensor unfoldable = randn({16, 64, 16}).transpose(0, 1), shared = randn({16, 8});
+  check_close(matmul(unfoldable, shared), naive_matmul(unfoldable, shared), 1e-4, 1e-4);
 }
 
 TEST_CASE("matmul of larger matrices than one BLAS block, threaded and batched") {

@@ -106,9 +106,13 @@ void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, co
               alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// Below this many multiply-adds per matrix OpenBLAS runs a gemm on one thread anyway, so a
-// batch of such matrices is split across threads instead, one single-threaded gemm each.
-constexpr int64_t kSmallGemm = 128 * 128 * 128;
+// When to split a batch across threads, one single-threaded gemm per matrix, instead of
+// running the gemms one after another on BLAS's own threads. OpenBLAS runs a gemm of up to
+// 64^3 multiply-adds on one thread anyway; up to 256^3 its threading gained less than
+// splitting the batch did (2 cores, batches of 32: 1.1x at 256^3, 1.3-2x at 32^3..128^3).
+constexpr int64_t kSingleThreadedGemm = 64 * 64 * 64;
+constexpr int64_t kBatchSplitGemm = 256 * 256 * 256;
+constexpr int64_t kBatchSplitMinWork = 1 << 17;
 
 // Element offsets of every matrix of x [*batch, r, c] over the batch, in row-major batch order.
 std::vector<int64_t> batch_offsets(const Tensor& x) {
@@ -159,7 +163,10 @@ void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) 
     }
     const std::vector<int64_t> offsets_a = batch_offsets(a), offsets_b = batch_offsets(b);
     const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-    if (m * n * k <= kSmallGemm && threads > 1) {
+    const int64_t work = m * n * k;
+    const bool split_batch = threads > 1 && count * work >= kBatchSplitMinWork &&
+                             (work <= kSingleThreadedGemm || (work <= kBatchSplitGemm && count >= threads));
+    if (split_batch) {
       // Inside a parallel region the OpenMP build of OpenBLAS runs each call on one thread.
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (int64_t i = 0; i < count; ++i) product(offsets_a[i], offsets_b[i], i * m * n);
