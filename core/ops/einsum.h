@@ -9,9 +9,12 @@
 
 namespace ember {
 
-// Explicit form "in1,in2->out" with one lowercase letter per dim. Letters in both inputs but
+// Explicit form "in1,in2->out" with one letter (a-z, A-Z) per dim. Letters in both inputs but
 // not the output are summed over; letters in one input only and not the output are summed
-// first. One or two operands.
+// first. One or two operands. A letter names dims of equal size in every operand (no
+// broadcasting); repeated letters within one operand (diagonals) and "..." are not supported.
+// Two operands become one batched matmul, whose batch dims are read in place with their
+// strides, so permuted attention operands are not copied.
 Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
 
 }  // namespace ember
