@@ -1,0 +1,73 @@
+// Positional encodings and the token embedding.
+#include "nn/positional.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+#include "core/ops/views.h"
+#include "nn/init.h"
+
+namespace ember::nn {
+namespace {
+
+// Checks that x is [batch, seq_len, d_model] with seq_len <= max_len.
+void check_positions_input(const std::string& module, const Tensor& x, int64_t d_model, int64_t max_len) {
+  EMBER_CHECK(x.defined(), "{}: input is undefined", module);
+  EMBER_CHECK(x.dim() == 3 && x.size(2) == d_model, "{}: expected input [batch, seq_len, {}], got {}", module,
+              d_model, shape_str(x.sizes()));
+  EMBER_CHECK(x.size(1) <= max_len, "{}: sequence length {} exceeds max_len {} (input {})", module, x.size(1),
+              max_len, shape_str(x.sizes()));
+}
+
+}  // namespace
+
+SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t d_model, int64_t max_len)
+    : UnaryModule("SinusoidalPositionalEncoding"), d_model_(d_model), max_len_(max_len) {
+  EMBER_CHECK(d_model > 0 && max_len > 0,
+              "SinusoidalPositionalEncoding(d_model={}, max_len={}): sizes must be positive", d_model, max_len);
+  // Computed in double, then stored as float32 like every other default tensor.
+  std::vector<double> table(static_cast<size_t>(max_len * d_model));
+  for (int64_t pos = 0; pos < max_len; ++pos) {
+    for (int64_t i = 0; i < d_model; i += 2) {
+      const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(i) / d_model);
+      table[pos * d_model + i] = std::sin(angle);
+      if (i + 1 < d_model) table[pos * d_model + i + 1] = std::cos(angle);
+    }
+  }
+  pe = register_buffer("pe", tensor(table, {max_len, d_model}, kFloat32));
+}
+
+Tensor SinusoidalPositionalEncoding::forward(const Tensor& x) {
+  check_positions_input(fmt::format("SinusoidalPositionalEncoding(d_model={}, max_len={})", d_model_, max_len_), x,
+                        d_model_, max_len_);
+  return add(x, pe.narrow(0, 0, x.size(1)));
+}
+
+LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t max_len, int64_t d_model)
+    : UnaryModule("LearnedPositionalEmbedding"), max_len_(max_len), d_model_(d_model) {
+  EMBER_CHECK(d_model > 0 && max_len > 0,
+              "LearnedPositionalEmbedding(max_len={}, d_model={}): sizes must be positive", max_len, d_model);
+  weight = register_parameter("weight", empty({max_len, d_model}));
+  init::normal_(weight);
+}
+
+Tensor LearnedPositionalEmbedding::forward(const Tensor& x) {
+  check_positions_input(fmt::format("LearnedPositionalEmbedding(max_len={}, d_model={})", max_len_, d_model_), x,
+                        d_model_, max_len_);
+  return add(x, weight.narrow(0, 0, x.size(1)));
+}
+
+TokenEmbedding::TokenEmbedding(int64_t vocab_size, int64_t d_model, bool scale_by_sqrt_d_model,
+                               std::optional<int64_t> padding_idx)
+    : UnaryModule("TokenEmbedding"), d_model_(d_model), scale_by_sqrt_d_model_(scale_by_sqrt_d_model) {
+  embedding = register_module("embedding", std::make_shared<Embedding>(vocab_size, d_model, padding_idx));
+}
+
+Tensor TokenEmbedding::forward(const Tensor& ids) {
+  const Tensor vectors = embedding->forward(ids);
+  return scale_by_sqrt_d_model_ ? mul(vectors, std::sqrt(static_cast<double>(d_model_))) : vectors;
+}
+
+}  // namespace ember::nn
