@@ -35,3 +35,4 @@
 #include "core/print.h"
 #include "core/random.h"
 #include "core/tensor.h"
+#include "nn/nn.h"

@@ -1,0 +1,103 @@
+// The transformer's building blocks: the encoder layer and decoder layer of "Attention Is All
+// You Need", in post-LN form (normalise after each residual add, as the paper and BERT) or pre-LN
+// form (normalise each sublayer's input, which trains more stably), and stacks of them.
+#pragma once
+
+#include <memory>
+
+#include "nn/activation.h"
+#include "nn/attention.h"
+#include "nn/container.h"
+#include "nn/dropout.h"
+#include "nn/feed_forward.h"
+#include "nn/layer_norm.h"
+#include "nn/module.h"
+
+namespace ember::nn {
+
+struct TransformerLayerOptions {
+  int64_t d_model = 512;
+  int64_t num_heads = 8;
+  int64_t d_ff = 2048;
+  double dropout = 0.1;
+  Activation activation = Activation::ReLU;
+  bool norm_first = false;  // pre-LN when true, post-LN otherwise
+  double layer_norm_eps = 1e-5;
+};
+
+// Masks for an encoder's self-attention, in MultiHeadAttention's conventions.
+struct EncoderMasks {
+  Tensor key_padding_mask = Tensor();  // bool [batch, S], true = padding
+  Tensor attn_mask = Tensor();         // [S, S]: bool (true = may attend) or additive float
+  bool is_causal = false;
+};
+
+// Masks for a decoder: its causal self-attention over the target, and its attention to the
+// encoder's output (the memory).
+struct DecoderMasks {
+  Tensor target_key_padding_mask = Tensor();  // bool [batch, T], true = padding
+  Tensor target_mask = Tensor();              // [T, T], as EncoderMasks::attn_mask
+  bool target_is_causal = true;               // the usual decoder: position i sees positions <= i
+  Tensor memory_key_padding_mask = Tensor();  // bool [batch, S], true = padding
+};
+
+// Self-attention then a feed-forward block, each wrapped in a residual connection and a
+// LayerNorm. Submodules: self_attn, feed_forward, norm1, norm2, dropout1.
+class TransformerEncoderLayer : public Module {
+ public:
+  explicit TransformerEncoderLayer(const TransformerLayerOptions& options);
+  // x [batch, S, d_model] -> [batch, S, d_model]
+  Tensor forward(const Tensor& x, const EncoderMasks& masks = {});
+  const TransformerLayerOptions& options() const { return options_; }
+
+  std::shared_ptr<MultiHeadAttention> self_attn;
+  std::shared_ptr<FeedForward> feed_forward;
+  std::shared_ptr<LayerNorm> norm1, norm2;
+  std::shared_ptr<Dropout> dropout1;  // on the attention output; feed_forward drops its own
+
+ private:
+  Tensor self_attention_block(const Tensor& x, const EncoderMasks& masks);
+  TransformerLayerOptions options_;
+};
+
+// Causal self-attention, attention to the memory, then a feed-forward block, each with a
+// residual connection and a LayerNorm. Submodules: self_attn, cross_attn, feed_forward,
+// norm1..norm3, dropout1, dropout2.
+class TransformerDecoderLayer : public Module {
+ public:
+  explicit TransformerDecoderLayer(const TransformerLayerOptions& options);
+  // x [batch, T, d_model], memory [batch, S, d_model] -> [batch, T, d_model]
+  Tensor forward(const Tensor& x, const Tensor& memory, const DecoderMasks& masks = {});
+  const TransformerLayerOptions& options() const { return options_; }
+
+  std::shared_ptr<MultiHeadAttention> self_attn, cross_attn;
+  std::shared_ptr<FeedForward> feed_forward;
+  std::shared_ptr<LayerNorm> norm1, norm2, norm3;
+  std::shared_ptr<Dropout> dropout1, dropout2;
+
+ private:
+  Tensor self_attention_block(const Tensor& x, const DecoderMasks& masks);
+  Tensor cross_attention_block(const Tensor& x, const Tensor& memory, const DecoderMasks& masks);
+  TransformerLayerOptions options_;
+};
+
+// num_layers encoder layers ("layers.0", "layers.1", ...) and, when final_norm, a LayerNorm
+// ("norm") after the last: pre-LN stacks need it, since their last layer's output is not
+// normalised.
+class TransformerEncoder : public Module {
+ public:
+  TransformerEncoder(const TransformerLayerOptions& options, int64_t num_layers, bool final_norm);
+  Tensor forward(const Tensor& x, const EncoderMasks& masks = {});
+  std::shared_ptr<ModuleList> layers;
+  std::shared_ptr<LayerNorm> norm;  // null without final_norm
+};
+
+class TransformerDecoder : public Module {
+ public:
+  TransformerDecoder(const TransformerLayerOptions& options, int64_t num_layers, bool final_norm);
+  Tensor forward(const Tensor& x, const Tensor& memory, const DecoderMasks& masks = {});
+  std::shared_ptr<ModuleList> layers;
+  std::shared_ptr<LayerNorm> norm;  // null without final_norm
+};
+
+}  // namespace ember::nn
