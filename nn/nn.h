@@ -12,5 +12,6 @@
 #include "nn/linear.h"
 #include "nn/module.h"
 #include "nn/positional.h"
+#include "nn/transformer_classifier.h"
 #include "nn/transformer_layers.h"
 #include "nn/unary_module.h"

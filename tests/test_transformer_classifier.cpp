@@ -1,0 +1,77 @@
+// The transformer classifier: sizes, pooling, padding, errors.
+#include "helpers.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+nn::TransformerClassifierOptions tiny(nn::Pooling pooling) {
+  nn::TransformerClassifierOptions options;
+  options.vocab_size = 11;
+  options.max_len = 8;
+  options.num_classes = 3;
+  options.num_layers = 2;
+  options.layer.d_model = 8;
+  options.layer.num_heads = 2;
+  options.layer.d_ff = 16;
+  options.layer.dropout = 0.0;
+  options.layer.norm_first = true;
+  options.pooling = pooling;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("the benchmark classifier has PyTorch's parameter count") {
+  // vocabulary 8192, d_model 256, 4 heads, 4 pre-LN layers, d_ff 1024, GELU, learned positions
+  // for 128 tokens with LayerNorm, 4 classes: 5,290,500 parameters in nn.TransformerEncoder form.
+  nn::TransformerClassifierOptions options;
+  options.vocab_size = 8192;
+  options.max_len = 128;
+  options.num_classes = 4;
+  options.num_layers = 4;
+  options.layer = {.d_model = 256, .num_heads = 4, .d_ff = 1024, .dropout = 0.1,
+                   .activation = nn::Activation::GELU, .norm_first = true};
+  nn::TransformerClassifier model(options);
+  CHECK(model.num_parameters() == 5290500);
+}
+
+TEST_CASE("logits have shape [batch, classes]; CLS pooling reads the first token") {
+  manual_seed(1);
+  nn::TransformerClassifier model(tiny(nn::Pooling::Cls));
+  const Tensor ids = tensor({1, 4, 5, 6, 1, 7, 8, 0}, {2, 4}, kInt64);
+  const Tensor logits = model.forward(ids);
+  CHECK(logits.sizes() == Shape{2, 3});
+  const Tensor features = model.features(ids);
+  CHECK(features.sizes() == Shape{2, 8});
+}
+
+TEST_CASE("mean pooling ignores padding: padded ids and their count do not change the result") {
+  manual_seed(2);
+  nn::TransformerClassifier model(tiny(nn::Pooling::Mean));
+  model.eval();
+  const Tensor short_ids = tensor({3, 4, 5}, {1, 3}, kInt64);
+  const Tensor padded_ids = tensor({3, 4, 5, 9, 2}, {1, 5}, kInt64);
+  const Tensor padding = tensor({false, false, false, true, true}, {1, 5});
+  check_close(model.forward(padded_ids, padding), model.forward(short_ids), 1e-5, 1e-5);
+}
+
+TEST_CASE("a tiny classifier's gradients reach every parameter") {
+  nn::TransformerClassifier model(tiny(nn::Pooling::Mean));
+  const Tensor ids = tensor({1, 2, 3, 4}, {1, 4}, kInt64);
+  sum(model.forward(ids)).backward();
+  for (const auto& [name, p] : model.named_parameters()) {
+    CAPTURE(name);
+    CHECK(p.grad().defined());
+  }
+}
+
+TEST_CASE("classifier errors name the module and the shapes") {
+  nn::TransformerClassifier model(tiny(nn::Pooling::Cls));
+  CHECK_THROWS_WITH_ALL(model.forward(ones({2, 3})), "TransformerClassifier", "int64 ids", "float32 [2, 3]");
+  CHECK_THROWS_WITH_ALL(model.forward(ones({2, 3}, kInt64), ones({2, 4}, kBool)), "padding_mask", "[2, 3]",
+                        "[2, 4]");
+  CHECK_THROWS_WITH_ALL(model.forward(ones({1, 9}, kInt64)), "9");  // longer than max_len 8
+  CHECK_THROWS(model.forward(full({1, 2}, 11, kInt64)));             // id outside the vocabulary
+}
