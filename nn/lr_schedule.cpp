@@ -62,7 +62,8 @@ double InverseSqrt::lr_at(int64_t step) const {
   check_step("InverseSqrt", step);
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
   const double warmup = static_cast<double>(warmup_steps_);
-  return factor_ / std::sqrt(static_cast<double>(d_model_)) * std::min(1.0 / std::sqrt(s), s / (warmup * std::sqrt(warmup)));
+  return factor_ / std::sqrt(static_cast<double>(d_model_)) *
+         std::min(1.0 / std::sqrt(s), s / (warmup * std::sqrt(warmup)));
 }
 
 Scheduler::Scheduler(Optimizer& optimizer, std::shared_ptr<const LRSchedule> schedule)

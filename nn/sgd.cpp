@@ -19,7 +19,8 @@ HyperParameters sgd_defaults(const SGDOptions& options) {
 
 }  // namespace
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(std::vector<ParamGroup>{{std::move(params), {}}}, options) {}
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : SGD(std::vector<ParamGroup>{{std::move(params), {}}}, options) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults)
     : Optimizer("SGD", std::move(groups), sgd_defaults(defaults), {"momentum_buffer"}) {
