@@ -1,0 +1,246 @@
+// Optimizer: parameter groups, hyper-parameters, per-parameter state and its state dict.
+#include "nn/optimizer.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/autograd/grad_mode.h"
+#include "core/ops/copy.h"
+#include "core/ops/factory.h"
+
+namespace ember::nn {
+
+std::vector<ParamGroup> weight_decay_groups(const Module& module, double weight_decay) {
+  ParamGroup decay{{}, {{"weight_decay", weight_decay}}};
+  ParamGroup no_decay{{}, {{"weight_decay", 0.0}}};
+  std::set<const TensorImpl*> seen;
+  for (const auto& [name, parameter] : module.named_parameters()) {
+    if (!seen.insert(parameter.impl()).second) continue;
+    const std::string last = name.substr(name.rfind('.') + 1);  // npos + 1 == 0: the whole name
+    const bool is_bias = last.find("bias") != std::string::npos;
+    (is_bias || parameter.dim() <= 1 ? no_decay : decay).params.push_back(parameter);
+  }
+  return {decay, no_decay};
+}
+
+Optimizer::Optimizer(std::string type_name, std::vector<ParamGroup> groups, HyperParameters defaults,
+                     std::vector<std::string> state_names)
+    : type_name_(std::move(type_name)), groups_(std::move(groups)), state_names_(std::move(state_names)) {
+  EMBER_CHECK(!groups_.empty(), "{}: no parameter groups given", type_name_);
+  std::set<const TensorImpl*> seen;
+  size_t count = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    ParamGroup& group = groups_[g];
+    for (const auto& [name, value] : group.options) {
+      EMBER_CHECK(defaults.contains(name), "{}: parameter group {} sets '{}', which is not a hyper-parameter of {}",
+                  type_name_, g, name, type_name_);
+    }
+    for (const auto& [name, value] : defaults) group.options.try_emplace(name, value);
+    for (size_t i = 0; i < group.params.size(); ++i) {
+      const Tensor& p = group.params[i];
+      EMBER_CHECK(p.defined(), "{}: parameter {} of group {} is undefined", type_name_, i, g);
+      EMBER_CHECK(is_floating_point(p.dtype()), "{}: parameter {} of group {} has dtype {}; only floating point "
+                  "parameters can be optimized", type_name_, i, g, p.dtype());
+      EMBER_CHECK(p.is_leaf(), "{}: parameter {} of group {} (shape {}) is not a leaf tensor: it was computed by "
+                  "an op, so updating it would not change what it was computed from", type_name_, i, g,
+                  shape_str(p.sizes()));
+      EMBER_CHECK(seen.insert(p.impl()).second, "{}: parameter {} of group {} (shape {}) appears more than once",
+                  type_name_, i, g, shape_str(p.sizes()));
+    }
+    count += group.params.size();
+  }
+  EMBER_CHECK(count > 0, "{}: got no parameters to optimize", type_name_);
+  state_.resize(count);
+}
+
+void Optimizer::check_hyper_parameters() const {
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    for (const auto& [name, value] : groups_[g].options) check_option(g, name, value);
+    check_group(g);
+  }
+}
+
+const ParamGroup& Optimizer::group(size_t index) const {
+  EMBER_CHECK(index < groups_.size(), "{}: group index {} is out of range ({} groups)", type_name_, index,
+              groups_.size());
+  return groups_[index];
+}
+
+double Optimizer::option(size_t group_index, const std::string& name) const {
+  const ParamGroup& g = group(group_index);
+  auto it = g.options.find(name);
+  EMBER_CHECK(it != g.options.end(), "{}: '{}' is not a hyper-parameter of {}", type_name_, name, type_name_);
+  return it->second;
+}
+
+void Optimizer::set_option(size_t group_index, const std::string& name, double value) {
+  (void)option(group_index, name);  // checks the group index and the name
+  check_option(group_index, name, value);
+  double& slot = groups_[group_index].options[name];
+  const double previous = slot;
+  slot = value;
+  try {
+    check_group(group_index);
+  } catch (...) {
+    slot = previous;
+    throw;
+  }
+}
+
+void Optimizer::step() {
+  NoGradGuard no_grad;
+  size_t first = 0;
+  for (const ParamGroup& g : groups_) {
+    update_group(g, std::span<ParamState>(state_).subspan(first, g.params.size()));
+    first += g.params.size();
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (const ParamGroup& g : groups_) {
+    for (const Tensor& p : g.params) p.impl()->grad = Tensor();
+  }
+}
+
+StateDict Optimizer::state_dict() const {
+  StateDict out;
+  out["type." + type_name_] = scalar_tensor(1.0, kInt64);
+  NoGradGuard no_grad;
+  int64_t index = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::string prefix = fmt::format("param_groups.{}.", g);
+    std::vector<int64_t> indices;
+    for (size_t i = 0; i < groups_[g].params.size(); ++i) indices.push_back(index++);
+    out[prefix + "params"] = tensor(indices, Shape{static_cast<int64_t>(indices.size())});
+    for (const auto& [name, value] : groups_[g].options) out[prefix + name] = scalar_tensor(value, kFloat64);
+  }
+  for (size_t i = 0; i < state_.size(); ++i) {
+    for (const auto& [name, value] : state_[i]) out[fmt::format("state.{}.{}", i, name)] = value.clone();
+  }
+  return out;
+}
+
+namespace {
+
+// "param_groups.0.lr" -> {"param_groups", "0", "lr"}; names hold no dots after the second.
+std::vector<std::string> split_key(const std::string& key) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (int part = 0; part < 2; ++part) {
+    const size_t dot = key.find('.', start);
+    if (dot == std::string::npos) break;
+    parts.push_back(key.substr(start, dot - start));
+    start = dot + 1;
+  }
+  parts.push_back(key.substr(start));
+  return parts;
+}
+
+std::vector<std::string> hyper_parameter_names(const ParamGroup& group) {
+  std::vector<std::string> names;
+  for (const auto& entry : group.options) names.push_back(entry.first);
+  return names;
+}
+
+// The index in "state.<index>.<name>"; -1 when it is not a non-negative integer.
+int64_t parse_index(const std::string& text) {
+  if (text.empty() || text.size() > 9) return -1;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return -1;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
+void Optimizer::load_state_dict(const StateDict& state) {
+  const std::string op = type_name_ + ".load_state_dict";
+  // Which optimizer wrote it, first: every other difference follows from a wrong type.
+  std::vector<std::string> types;
+  for (const auto& [key, value] : state) {
+    if (key.starts_with("type.")) types.push_back(key.substr(5));
+  }
+  EMBER_CHECK(!types.empty(), "{}: the state dict names no optimizer (no 'type.<name>' key)", op);
+  EMBER_CHECK(types.size() == 1, "{}: the state dict names several optimizers: {}", op, fmt::join(types, ", "));
+  EMBER_CHECK(types[0] == type_name_, "{}: the state dict was saved by {}, not {}", op, types[0], type_name_);
+
+  size_t saved_groups = 0;
+  while (state.contains(fmt::format("param_groups.{}.params", saved_groups))) ++saved_groups;
+  EMBER_CHECK(saved_groups == groups_.size(), "{}: the state dict has {} parameter groups, this optimizer has {}", op,
+              saved_groups, groups_.size());
+
+  // Check everything before changing anything, so a failed load leaves the optimizer as it was.
+  std::vector<HyperParameters> new_options(groups_.size());
+  std::vector<const Tensor*> params;  // by the index used in "state.<index>"
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::string prefix = fmt::format("param_groups.{}.", g);
+    const Tensor& indices = state.at(prefix + "params");
+    EMBER_CHECK(indices.dtype() == kInt64 && indices.dim() == 1, "{}: '{}params' must be a 1-D int64 tensor, got {} "
+                "of shape {}", op, prefix, indices.dtype(), shape_str(indices.sizes()));
+    EMBER_CHECK(static_cast<size_t>(indices.numel()) == groups_[g].params.size(),
+                "{}: parameter group {} has {} parameters in the state dict but {} in this optimizer", op, g,
+                indices.numel(), groups_[g].params.size());
+    for (const Tensor& p : groups_[g].params) params.push_back(&p);
+    for (const auto& [name, current] : groups_[g].options) {
+      auto it = state.find(prefix + name);
+      EMBER_CHECK(it != state.end(), "{}: the state dict has no '{}{}'", op, prefix, name);
+      EMBER_CHECK(it->second.defined() && it->second.numel() == 1, "{}: '{}{}' must hold one value, got shape {}",
+                  op, prefix, name, it->second.defined() ? shape_str(it->second.sizes()) : "undefined");
+      const double value = it->second.item<double>();
+      check_option(g, name, value);
+      new_options[g][name] = value;
+    }
+  }
+
+  std::vector<ParamState> new_state(state_.size());
+  for (const auto& [key, value] : state) {
+    if (key.starts_with("type.")) continue;
+    const std::vector<std::string> parts = split_key(key);
+    if (parts.size() == 3 && parts[0] == "param_groups") {
+      const int64_t g = parse_index(parts[1]);
+      EMBER_CHECK(g >= 0 && static_cast<size_t>(g) < groups_.size() &&
+                      (parts[2] == "params" || groups_[g].options.contains(parts[2])),
+                  "{}: unexpected key '{}' ({} has the hyper-parameters {})", op, key, type_name_,
+                  fmt::join(hyper_parameter_names(groups_[0]), ", "));
+      continue;
+    }
+    EMBER_CHECK(parts.size() == 3 && parts[0] == "state", "{}: unexpected key '{}'", op, key);
+    const int64_t index = parse_index(parts[1]);
+    EMBER_CHECK(index >= 0 && static_cast<size_t>(index) < params.size(),
+                "{}: '{}' is the state of parameter {}, but this optimizer has {} parameters", op, key, parts[1],
+                params.size());
+    const std::string& name = parts[2];
+    EMBER_CHECK(std::find(state_names_.begin(), state_names_.end(), name) != state_names_.end(),
+                "{}: unexpected key '{}': {} keeps no '{}' state (it keeps {})", op, key, type_name_, name,
+                fmt::join(state_names_, ", "));
+    const Tensor& param = *params[index];
+    EMBER_CHECK(value.defined(), "{}: '{}' is undefined", op, key);
+    NoGradGuard no_grad;
+    if (name == "step") {
+      EMBER_CHECK(value.numel() == 1, "{}: '{}' must hold one value, got shape {}", op, key,
+                  shape_str(value.sizes()));
+      new_state[index][name] = scalar_tensor(value.item<double>(), kFloat64);
+    } else {
+      EMBER_CHECK(value.sizes() == param.sizes(), "{}: '{}' has shape {} but parameter {} has shape {}", op, key,
+                  shape_str(value.sizes()), index, shape_str(param.sizes()));
+      EMBER_CHECK(is_floating_point(value.dtype()), "{}: '{}' must be floating point, got {}", op, key,
+                  value.dtype());
+      new_state[index][name] = value.detach().to(param.dtype()).to(param.device()).clone();
+    }
+  }
+
+  std::vector<HyperParameters> old_options;
+  for (const ParamGroup& g : groups_) old_options.push_back(g.options);
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g].options = new_options[g];
+  try {
+    for (size_t g = 0; g < groups_.size(); ++g) check_group(g);
+  } catch (...) {
+    for (size_t g = 0; g < groups_.size(); ++g) groups_[g].options = old_options[g];
+    throw;
+  }
+  state_ = std::move(new_state);
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,106 @@
+// Optimizer: the base of SGD, Adam and AdamW. It holds parameter groups (parameters that share
+// hyper-parameters), per-parameter state (momentum buffers, moment estimates, step counts),
+// and turns both into a state dict of tensors that a checkpoint can save:
+//
+//   type.Adam                      0-d int64, names the optimizer
+//   param_groups.0.params          1-D int64: the indices of the group's parameters
+//   param_groups.0.lr              0-d float64, one per hyper-parameter
+//   state.3.exp_avg                the state of parameter 3, counted across groups in order
+//
+//   nn::AdamW optimizer(nn::weight_decay_groups(model, 0.01), {.lr = 3e-4});
+//   loss.backward();
+//   optimizer.step();
+//   optimizer.zero_grad();
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "nn/module.h"
+
+namespace ember::nn {
+
+// Hyper-parameters by name: "lr", "weight_decay" and the optimizer's own ("momentum",
+// "beta1"...). Flags are stored as 0 or 1.
+using HyperParameters = std::map<std::string, double>;
+
+// Parameters updated with the same hyper-parameters. `options` holds only those that differ
+// from the optimizer's defaults; the optimizer fills in the rest.
+struct ParamGroup {
+  std::vector<Tensor> params;
+  HyperParameters options;
+};
+
+// Splits a module's parameters into two groups for decoupled or L2 weight decay: group 0
+// (decayed, weight_decay as given) holds the matrices, group 1 (weight_decay 0) the biases (a
+// name whose last part contains "bias") and every parameter of rank 0 or 1 (LayerNorm's
+// weights). Both groups are always present, so their indices are stable; a shared parameter
+// appears once.
+std::vector<ParamGroup> weight_decay_groups(const Module& module, double weight_decay);
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // "SGD", "Adam", "AdamW": names the optimizer in error messages and state dicts.
+  const std::string& type_name() const { return type_name_; }
+
+  // Updates every parameter that has a gradient, in place and without recording; parameters
+  // without a gradient (and their state) are left as they are.
+  void step();
+  // Drops every parameter's gradient (the next backward starts from zero).
+  void zero_grad();
+
+  size_t num_groups() const { return groups_.size(); }
+  const ParamGroup& group(size_t index) const;
+  // The learning rate of a group: what schedules set before each step.
+  double lr(size_t group) const { return option(group, "lr"); }
+  void set_lr(size_t group, double lr) { set_option(group, "lr", lr); }
+  // Any hyper-parameter of a group, by name; set_option checks the name and the value.
+  double option(size_t group, const std::string& name) const;
+  void set_option(size_t group, const std::string& name, double value);
+
+  // The hyper-parameters of every group and a copy of every parameter's state, in the layout
+  // above. Later steps do not change it.
+  StateDict state_dict() const;
+  // Restores hyper-parameters and state saved by an optimizer of the same type over
+  // parameters of the same shapes, grouped the same way. State tensors are converted to
+  // their parameter's dtype and device. Anything that differs throws, naming it.
+  void load_state_dict(const StateDict& state);
+
+ protected:
+  // Named state tensors of one parameter ("momentum_buffer", "exp_avg", "step"); empty until
+  // its first update.
+  using ParamState = std::map<std::string, Tensor>;
+
+  // defaults: every hyper-parameter the optimizer has, with its default value; state_names:
+  // the state each parameter may keep. Checks that groups name only those hyper-parameters
+  // and that each parameter is a floating point leaf present once.
+  Optimizer(std::string type_name, std::vector<ParamGroup> groups, HyperParameters defaults,
+            std::vector<std::string> state_names);
+  // Checks every group's values with check_option and check_group. Derived constructors call
+  // it: the base constructor cannot, as virtual calls there do not reach the derived class.
+  void check_hyper_parameters() const;
+
+  // Updates the parameters of one group that have a gradient; states[i] belongs to
+  // group.params[i]. Runs under NoGradGuard.
+  virtual void update_group(const ParamGroup& group, std::span<ParamState> states) = 0;
+  // Throws when `value` is invalid for hyper-parameter `name` of group `group`.
+  virtual void check_option(size_t group, const std::string& name, double value) const = 0;
+  // Throws when a group's hyper-parameters do not fit together (nesterov without momentum).
+  virtual void check_group(size_t) const {}
+
+ private:
+  std::string type_name_;
+  std::vector<ParamGroup> groups_;
+  std::vector<std::string> state_names_;  // the keys a ParamState may hold
+  std::vector<ParamState> state_;         // one per parameter, counted across groups in order
+};
+
+}  // namespace ember::nn
