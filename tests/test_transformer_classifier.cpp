@@ -75,3 +75,21 @@ TEST_CASE("classifier errors name the module and the shapes") {
   CHECK_THROWS_WITH_ALL(model.forward(ones({1, 9}, kInt64)), "9");  // longer than max_len 8
   CHECK_THROWS(model.forward(full({1, 2}, 11, kInt64)));             // id outside the vocabulary
 }
+
+TEST_CASE("a tiny classifier overfits a fixed batch (loss under 0.01)") {
+  manual_seed(5);
+  nn::TransformerClassifier model(tiny(nn::Pooling::Mean));
+  const Tensor ids = tensor({1, 2, 3, 0, 4, 5, 6, 7, 8, 9, 0, 0, 10, 3, 2, 1}, {4, 4}, kInt64);
+  const Tensor padding = eq(ids, 0.0);
+  const Tensor labels = tensor({0, 1, 2, 1}, {4}, kInt64);
+  nn::AdamW optimizer(model.parameters(), {.lr = 1e-2, .weight_decay = 0.0});
+  double loss_value = 0;
+  for (int step = 0; step < 200 && (step == 0 || loss_value >= 0.01); ++step) {
+    optimizer.zero_grad();
+    const Tensor loss = nn::cross_entropy(model.forward(ids, padding), labels);
+    loss.backward();
+    optimizer.step();
+    loss_value = loss.item();
+  }
+  CHECK(loss_value < 0.01);
+}
