@@ -19,6 +19,7 @@
 #include "nn/optimizer.h"
 #include "nn/positional.h"
 #include "nn/sgd.h"
+#include "nn/transformer.h"
 #include "nn/transformer_classifier.h"
 #include "nn/transformer_layers.h"
 #include "nn/unary_module.h"
