@@ -132,7 +132,8 @@ TEST_CASE("round trip of every dtype, 0-d, empty and non-contiguous tensors") {
       {"f32", randn({3, 4})},
       {"f32.parameter", parameter},
       {"f64.transposed", randn({2, 3}, kFloat64).t()},
-      {"i64", tensor<int64_t>({0, -1, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()}, {2, 2})},
+      {"i64", tensor<int64_t>({0, -1, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()},
+                              {2, 2})},
       {"bool.transposed", gt(randn({3, 2}), 0.0).t()},
       {"scalar", scalar_tensor(3.5, kFloat64)},
       {"scalar.bool", scalar_tensor(1.0, kBool)},
@@ -268,8 +269,8 @@ TEST_CASE("writes are atomic: no temporary files stay, an existing file is repla
 
   // A failed save leaves the old file untouched and nothing beside it.
   const std::string before = read_bytes(path);
-  CHECK_THROWS_WITH_ALL(nn::save_safetensors(path, {{"a", ones({2})}, {"b", Tensor()}}), "save_safetensors", path.c_str(),
-                        "tensor 'b' is undefined");
+  CHECK_THROWS_WITH_ALL(nn::save_safetensors(path, {{"a", ones({2})}, {"b", Tensor()}}), "save_safetensors",
+                        path.c_str(), "tensor 'b' is undefined");
   CHECK(read_bytes(path) == before);
   CHECK(dir.entries() == std::vector<std::string>{"model.safetensors"});
 
@@ -307,7 +308,8 @@ TEST_CASE("load rejects malformed files with a message naming the file, the prob
       const std::string message = error.what();
       CHECK_MESSAGE(message.find(path) != std::string::npos, message);
       for (const char* fragment : fragments) {
-        CHECK_MESSAGE(message.find(fragment) != std::string::npos, "\"" << message << "\" lacks \"" << std::string(fragment) << "\"");
+        CHECK_MESSAGE(message.find(fragment) != std::string::npos,
+                      "\"" << message << "\" lacks \"" << std::string(fragment) << "\"");
       }
     }
     CHECK_MESSAGE(thrown, "no error for bytes of size " << bytes.size());
