@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev     # CBLAS headers
   libopenblas0-openmp libopenblas-openmp-dev  # OpenBLAS built on OpenMP: one thread pool with ember's loops
   libomp-dev          # OpenMP
+  nlohmann-json3-dev  # JSON parser for safetensors headers
 )
 
 missing=()
