@@ -26,6 +26,7 @@ TensorOptions Tensor::options() const { return TensorOptions(dtype()).device(dev
 
 bool Tensor::is_contiguous() const {
   const TensorImpl& impl = checked(impl_);
+  if (numel_of(impl.sizes) == 0) return true;  // no elements: any strides describe them, as in PyTorch
   int64_t expected = 1;
   for (size_t i = impl.sizes.size(); i-- > 0;) {
     if (impl.sizes[i] == 1) continue;  // the stride of a size-1 dim never matters

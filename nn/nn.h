@@ -1,10 +1,11 @@
 // Everything in ember::nn: modules, layers, attention, transformer blocks, losses, optimizers
-// and learning-rate schedules.
+// learning-rate schedules, safetensors files and checkpoints.
 #pragma once
 
 #include "nn/activation.h"
 #include "nn/adam.h"
 #include "nn/attention.h"
+#include "nn/checkpoint.h"
 #include "nn/clip_grad.h"
 #include "nn/container.h"
 #include "nn/dropout.h"
@@ -18,6 +19,7 @@
 #include "nn/module.h"
 #include "nn/optimizer.h"
 #include "nn/positional.h"
+#include "nn/safetensors.h"
 #include "nn/sgd.h"
 #include "nn/transformer.h"
 #include "nn/transformer_classifier.h"

@@ -61,7 +61,7 @@ inline void check_close(const Tensor& actual, const Tensor& expected, double ato
       const std::string message_ = error_.what();                                            \
       for (const char* fragment_ : {__VA_ARGS__}) {                                          \
         CHECK_MESSAGE(message_.find(fragment_) != std::string::npos,                         \
-                      "message \"" << message_ << "\" lacks \"" << fragment_ << "\"");       \
+                      "message \"" << message_ << "\" lacks \"" << std::string(fragment_) << "\"");       \
       }                                                                                      \
     }                                                                                        \
     CHECK_MESSAGE(thrown_, "expected ember::Error from " #expression);                       \
