@@ -9,6 +9,7 @@
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/indexing.h"
+#include "core/ops/join.h"
 #include "core/ops/views.h"
 #include "nn/init.h"
 
@@ -94,24 +95,85 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
               shape_str(value.sizes()), shape_str(key.sizes()));
   EMBER_CHECK(key.size(0) == query.size(0), "{}: query {} and key {} differ in batch size", describe(),
               shape_str(query.sizes()), shape_str(key.sizes()));
-  const int64_t batch = query.size(0), target_length = query.size(1), source_length = key.size(1);
-  const int64_t heads = num_heads_, head_size = head_dim();
+  return attend(split_heads(q_proj->forward(query)), split_heads(k_proj->forward(key)),
+                split_heads(v_proj->forward(value)), options, query);
+}
 
+Tensor MultiHeadAttention::split_heads(const Tensor& x) const {
+  return x.view({x.size(0), x.size(1), num_heads_, head_dim()}).transpose(1, 2);
+}
+
+MultiHeadAttentionOutput MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                    const MultiHeadAttentionOptions& options, const Tensor& query) {
+  const int64_t batch = q.size(0), target_length = q.size(2), source_length = k.size(2);
   AttentionOptions attention;
   attention.attn_mask = merged_mask(options, batch, target_length, source_length, query);
   attention.is_causal = options.is_causal && !attention.attn_mask.defined();
   attention.dropout_p = is_training() ? dropout_ : 0.0;
-
-  // [batch, length, d_model] -> [batch, heads, length, head_dim]
-  auto split_heads = [&](const Tensor& x, int64_t length) {
-    return x.view({batch, length, heads, head_size}).transpose(1, 2);
-  };
-  const Tensor q = split_heads(q_proj->forward(query), target_length);
-  const Tensor k = split_heads(k_proj->forward(key), source_length);
-  const Tensor v = split_heads(v_proj->forward(value), source_length);
   AttentionResult result = scaled_dot_product_attention_with_weights(q, k, v, attention);
   const Tensor merged = result.output.transpose(1, 2).reshape({batch, target_length, d_model_});
   return {out_proj->forward(merged), options.need_weights ? result.weights : Tensor()};
+}
+
+MultiHeadAttentionOutput MultiHeadAttention::forward_cached(const Tensor& query, const Tensor& key_value,
+                                                            KVCache& cache, bool append,
+                                                            const MultiHeadAttentionOptions& options) {
+  EMBER_CHECK(query.defined() && query.dim() == 3 && query.size(2) == d_model_,
+              "{}: expected query [batch, L, {}], got {}", describe(), d_model_,
+              query.defined() ? shape_str(query.sizes()) : "an undefined tensor");
+  const int64_t batch = query.size(0), new_length = query.size(1);
+  if (!cache.empty()) {
+    EMBER_CHECK(cache.keys.size(0) == batch, "{}: query {} and the cache's keys {} differ in batch size",
+                describe(), shape_str(query.sizes()), shape_str(cache.keys.sizes()));
+  }
+  if (append || cache.empty()) {
+    EMBER_CHECK(key_value.defined() && key_value.dim() == 3 && key_value.size(2) == d_model_ &&
+                    key_value.size(0) == batch,
+                "{}: expected key_value [{}, S, {}] for query {}, got {}", describe(), batch, d_model_,
+                shape_str(query.sizes()), key_value.defined() ? shape_str(key_value.sizes()) : "an undefined tensor");
+  }
+  MultiHeadAttentionOptions merged = options;
+  int64_t past = 0;
+  if (append) {
+    EMBER_CHECK(key_value.size(1) == new_length,
+                "{}: appending to the cache needs key_value {} to hold the query's {} new positions", describe(),
+                shape_str(key_value.sizes()), new_length);
+    past = cache.length();
+    const Tensor k = split_heads(k_proj->forward(key_value));
+    const Tensor v = split_heads(v_proj->forward(key_value));
+    const bool first = cache.empty();
+    cache.keys = first ? k.contiguous() : cat({cache.keys, k}, 2);
+    cache.values = first ? v.contiguous() : cat({cache.values, v}, 2);
+  } else {
+    EMBER_CHECK(!options.is_causal, "{}: is_causal applies to self-attention (append = true) only", describe());
+    if (cache.empty()) {
+      cache.keys = split_heads(k_proj->forward(key_value)).contiguous();
+      cache.values = split_heads(v_proj->forward(key_value)).contiguous();
+    }
+  }
+  if (options.is_causal) {
+    EMBER_CHECK(!options.attn_mask.defined(), "{}: pass either attn_mask or is_causal, not both", describe());
+    // New query i sits at position past + i: it sees keys j <= past + i. A single new query
+    // sees every key, so it needs no mask.
+    merged.is_causal = false;
+    if (new_length > 1) {
+      const Tensor rows = arange(static_cast<double>(new_length), kInt64).unsqueeze(1);
+      const Tensor columns = arange(static_cast<double>(past + new_length), kInt64).unsqueeze(0);
+      merged.attn_mask = le(columns, add(rows, static_cast<double>(past))).to(query.device());
+    }
+  }
+  return attend(split_heads(q_proj->forward(query)), cache.keys, cache.values, merged, query);
+}
+
+void KVCache::reorder(const Tensor& rows) {
+  if (empty()) return;
+  keys = index_select(keys, 0, rows);
+  values = index_select(values, 0, rows);
+}
+
+void KVCache::clear() {
+  keys = Tensor();
+  values = Tensor();
 }
 
 }  // namespace ember::nn

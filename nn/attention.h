@@ -5,6 +5,9 @@
 //
 //   nn::MultiHeadAttention attention(512, 8);
 //   auto [output, weights] = attention.forward(x, x, x, {.key_padding_mask = padding, .need_weights = true});
+//
+// forward_cached serves incremental decoding: a KVCache keeps the keys and values already
+// projected, so each new position projects only itself.
 #pragma once
 
 #include <memory>
@@ -31,6 +34,19 @@ struct MultiHeadAttentionOutput {
   Tensor weights;  // [batch, num_heads, L, S] (after dropout), defined when need_weights
 };
 
+// Projected keys and values split into heads, [batch, num_heads, S, head_dim], kept between
+// decoding steps. Empty (undefined tensors) until the first forward_cached.
+struct KVCache {
+  Tensor keys, values;
+
+  bool empty() const { return !keys.defined(); }
+  int64_t length() const { return keys.defined() ? keys.size(2) : 0; }
+  // Row i becomes the old row rows[i] (int64 [new_batch]); beam search calls it with the beam
+  // each surviving hypothesis came from.
+  void reorder(const Tensor& rows);
+  void clear();
+};
+
 class MultiHeadAttention : public Module {
  public:
   // q_proj, k_proj and v_proj are initialised as PyTorch initialises its packed in_proj_weight
@@ -43,6 +59,17 @@ class MultiHeadAttention : public Module {
   // masked gets NaN, as in PyTorch.
   MultiHeadAttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                    const MultiHeadAttentionOptions& options = {});
+
+  // Attention of new query positions [batch, L, d_model] to everything in `cache`.
+  // append (self-attention): key_value [batch, L, d_model] holds the same new positions; their
+  // keys and values are projected and appended to the cache first, so the queries see the
+  // past and themselves. is_causal lets new query i see keys up to past + i (nothing to mask
+  // when L = 1); key_padding_mask [batch, S] and attn_mask [L, S] cover all S = past + L keys.
+  // Without append (cross-attention): an empty cache is filled from key_value (the memory) once;
+  // later calls reuse it and ignore key_value, which may then be undefined.
+  // Equal in value to forward() over the whole sequence, at the new positions.
+  MultiHeadAttentionOutput forward_cached(const Tensor& query, const Tensor& key_value, KVCache& cache, bool append,
+                                          const MultiHeadAttentionOptions& options = {});
   void reset_parameters();
 
   int64_t d_model() const { return d_model_; }
@@ -58,6 +85,12 @@ class MultiHeadAttention : public Module {
   // causal mask merged into one tensor broadcastable to [batch, heads, L, S].
   Tensor merged_mask(const MultiHeadAttentionOptions& options, int64_t batch, int64_t target_length,
                      int64_t source_length, const Tensor& query) const;
+  // [batch, length, d_model] -> [batch, heads, length, head_dim]
+  Tensor split_heads(const Tensor& x) const;
+  // Scaled dot-product attention of split queries to split keys and values, heads merged and
+  // projected by out_proj.
+  MultiHeadAttentionOutput attend(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const MultiHeadAttentionOptions& options, const Tensor& query);
 
   int64_t d_model_, num_heads_;
   double dropout_;

@@ -12,19 +12,29 @@
 namespace ember::nn {
 namespace {
 
-// Checks that x is [batch, seq_len, d_model] with seq_len <= max_len.
-void check_positions_input(const std::string& module, const Tensor& x, int64_t d_model, int64_t max_len) {
+// Checks that x is [batch, seq_len, d_model] with offset + seq_len <= max_len.
+void check_positions_input(const std::string& module, const Tensor& x, int64_t offset, int64_t d_model,
+                           int64_t max_len) {
   EMBER_CHECK(x.defined(), "{}: input is undefined", module);
   EMBER_CHECK(x.dim() == 3 && x.size(2) == d_model, "{}: expected input [batch, seq_len, {}], got {}", module,
               d_model, shape_str(x.sizes()));
-  EMBER_CHECK(x.size(1) <= max_len, "{}: sequence length {} exceeds max_len {} (input {})", module, x.size(1),
-              max_len, shape_str(x.sizes()));
+  EMBER_CHECK(offset >= 0, "{}: position offset must not be negative, got {}", module, offset);
+  if (offset == 0) {
+    EMBER_CHECK(x.size(1) <= max_len, "{}: sequence length {} exceeds max_len {} (input {})", module, x.size(1),
+                max_len, shape_str(x.sizes()));
+  } else {
+    EMBER_CHECK(offset + x.size(1) <= max_len,
+                "{}: positions {} to {} (offset {}, sequence length {}) exceed max_len {} (input {})", module, offset,
+                offset + x.size(1) - 1, offset, x.size(1), max_len, shape_str(x.sizes()));
+  }
 }
 
 }  // namespace
 
+Tensor PositionalModule::forward(const Tensor& x) { return forward(x, 0); }
+
 SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t d_model, int64_t max_len)
-    : UnaryModule("SinusoidalPositionalEncoding"), d_model_(d_model), max_len_(max_len) {
+    : PositionalModule("SinusoidalPositionalEncoding"), d_model_(d_model), max_len_(max_len) {
   EMBER_CHECK(d_model > 0 && max_len > 0,
               "SinusoidalPositionalEncoding(d_model={}, max_len={}): sizes must be positive", d_model, max_len);
   // Computed in double, then stored as float32 like every other default tensor.
@@ -39,24 +49,24 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t d_model, int6
   pe = register_buffer("pe", tensor(table, {max_len, d_model}, kFloat32));
 }
 
-Tensor SinusoidalPositionalEncoding::forward(const Tensor& x) {
+Tensor SinusoidalPositionalEncoding::forward(const Tensor& x, int64_t offset) {
   check_positions_input(fmt::format("SinusoidalPositionalEncoding(d_model={}, max_len={})", d_model_, max_len_), x,
-                        d_model_, max_len_);
-  return add(x, pe.narrow(0, 0, x.size(1)));
+                        offset, d_model_, max_len_);
+  return add(x, pe.narrow(0, offset, x.size(1)));
 }
 
 LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t max_len, int64_t d_model)
-    : UnaryModule("LearnedPositionalEmbedding"), max_len_(max_len), d_model_(d_model) {
+    : PositionalModule("LearnedPositionalEmbedding"), max_len_(max_len), d_model_(d_model) {
   EMBER_CHECK(d_model > 0 && max_len > 0,
               "LearnedPositionalEmbedding(max_len={}, d_model={}): sizes must be positive", max_len, d_model);
   weight = register_parameter("weight", empty({max_len, d_model}));
   init::normal_(weight);
 }
 
-Tensor LearnedPositionalEmbedding::forward(const Tensor& x) {
+Tensor LearnedPositionalEmbedding::forward(const Tensor& x, int64_t offset) {
   check_positions_input(fmt::format("LearnedPositionalEmbedding(max_len={}, d_model={})", max_len_, d_model_), x,
-                        d_model_, max_len_);
-  return add(x, weight.narrow(0, 0, x.size(1)));
+                        offset, d_model_, max_len_);
+  return add(x, weight.narrow(0, offset, x.size(1)));
 }
 
 TokenEmbedding::TokenEmbedding(int64_t vocab_size, int64_t d_model, bool scale_by_sqrt_d_model,

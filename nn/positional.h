@@ -9,14 +9,26 @@
 
 namespace ember::nn {
 
+// A module adding position information to [batch, seq_len, d_model] inputs. forward(x, offset)
+// treats x as positions offset .. offset + seq_len - 1, so incremental decoding can add the
+// encoding of one new position; forward(x) is forward(x, 0).
+class PositionalModule : public UnaryModule {
+ public:
+  using UnaryModule::UnaryModule;
+  Tensor forward(const Tensor& x) override;
+  virtual Tensor forward(const Tensor& x, int64_t offset) = 0;
+};
+
 // pe[pos, 2i] = sin(pos / 10000^(2i / d_model)), pe[pos, 2i + 1] = cos(pos / 10000^(2i / d_model)),
 // held in the buffer "pe" [max_len, d_model]: saved with the model, moved by to(), not trained.
-class SinusoidalPositionalEncoding : public UnaryModule {
+class SinusoidalPositionalEncoding : public PositionalModule {
  public:
   SinusoidalPositionalEncoding(int64_t d_model, int64_t max_len = 5000);
 
-  // x [batch, seq_len, d_model] -> x + pe[:seq_len]; seq_len must not exceed max_len.
-  Tensor forward(const Tensor& x) override;
+  // x [batch, seq_len, d_model] -> x + pe[offset:offset + seq_len]; offset + seq_len must not
+  // exceed max_len.
+  using PositionalModule::forward;
+  Tensor forward(const Tensor& x, int64_t offset) override;
 
   int64_t d_model() const { return d_model_; }
   int64_t max_len() const { return max_len_; }
@@ -29,12 +41,14 @@ class SinusoidalPositionalEncoding : public UnaryModule {
 
 // One trained vector per position: the parameter "weight" [max_len, d_model], drawn from
 // N(0, 1) as an nn.Embedding(max_len, d_model) would be.
-class LearnedPositionalEmbedding : public UnaryModule {
+class LearnedPositionalEmbedding : public PositionalModule {
  public:
   LearnedPositionalEmbedding(int64_t max_len, int64_t d_model);
 
-  // x [batch, seq_len, d_model] -> x + weight[:seq_len]; seq_len must not exceed max_len.
-  Tensor forward(const Tensor& x) override;
+  // x [batch, seq_len, d_model] -> x + weight[offset:offset + seq_len]; offset + seq_len must
+  // not exceed max_len.
+  using PositionalModule::forward;
+  Tensor forward(const Tensor& x, int64_t offset) override;
 
   int64_t max_len() const { return max_len_; }
   int64_t d_model() const { return d_model_; }

@@ -69,11 +69,11 @@ Tensor Transformer::padding_mask(const Tensor& ids) const {
   return options_.pad_id >= 0 ? eq(ids, static_cast<double>(options_.pad_id)) : Tensor();
 }
 
-Tensor Transformer::embed(TokenEmbedding& embedding, const Tensor& ids, const char* what) {
+Tensor Transformer::embed(TokenEmbedding& embedding, const Tensor& ids, const char* what, int64_t offset) {
   EMBER_CHECK(ids.defined() && ids.dim() == 2 && ids.dtype() == kInt64,
               "Transformer: expected {} ids as int64 [batch, length], got {} {}", what,
               ids.defined() ? dtype_name(ids.dtype()) : "undefined", ids.defined() ? shape_str(ids.sizes()) : "");
-  return dropout->forward(positions->forward(embedding.forward(ids)));
+  return dropout->forward(positions->forward(embedding.forward(ids), offset));
 }
 
 Tensor Transformer::project(const Tensor& hidden) {
@@ -96,6 +96,28 @@ Tensor Transformer::forward(const Tensor& source, const Tensor& target) {
   return decode(target, encode(source), source);
 }
 
+Tensor Transformer::decode_step(const Tensor& tokens, int64_t step, const Tensor& memory, const Tensor& source,
+                                DecoderCache& cache) {
+  EMBER_CHECK(tokens.defined() && tokens.dtype() == kInt64 &&
+                  (tokens.dim() == 1 || (tokens.dim() == 2 && tokens.size(1) == 1)),
+              "Transformer: decode_step expects the newest tokens as int64 [batch] or [batch, 1], got {} {}",
+              tokens.defined() ? dtype_name(tokens.dtype()) : "undefined",
+              tokens.defined() ? shape_str(tokens.sizes()) : "");
+  EMBER_CHECK(step == cache.length(), "Transformer: decode_step at step {} but the cache holds {} positions", step,
+              cache.length());
+  const Tensor ids = tokens.dim() == 1 ? tokens.unsqueeze(1) : tokens;
+  if (options_.pad_id >= 0) {
+    const Tensor padding = padding_mask(ids);
+    cache.target_key_padding_mask =
+        step == 0 ? padding : cat({cache.target_key_padding_mask, padding}, 1);
+  }
+  DecoderMasks masks;
+  masks.target_key_padding_mask = cache.target_key_padding_mask;
+  masks.memory_key_padding_mask = padding_mask(source);
+  const Tensor hidden = decoder->forward_step(embed(*target_embedding, ids, "target", step), memory, cache, masks);
+  return project(hidden).select(1, 0);
+}
+
 void Transformer::check_decode_options(const DecodeOptions& options) const {
   EMBER_CHECK(options.beam_size >= 1, "Transformer: beam_size must be at least 1, got {}", options.beam_size);
   EMBER_CHECK(options.max_length >= 1 && options.max_length < options_.max_len,
@@ -115,8 +137,10 @@ std::vector<std::vector<int64_t>> Transformer::greedy_decode(const Tensor& sourc
   Tensor target = full({batch, 1}, static_cast<double>(options.bos_id), TensorOptions(kInt64).device(source.device()));
   std::vector<std::vector<int64_t>> outputs(batch);
   std::vector<bool> finished(batch, false);
+  DecoderCache cache;
   for (int64_t step = 0; step < options.max_length; ++step) {
-    const Tensor logits = decode(target, memory, source).select(1, -1);  // [batch, vocab]
+    const Tensor logits = options.use_cache ? decode_step(target.select(1, -1), step, memory, source, cache)
+                                            : decode(target, memory, source).select(1, -1);  // [batch, vocab]
     const Tensor next = argmax(logits, -1);
     const std::vector<int64_t> tokens = next.to_vector<int64_t>();
     bool all_done = true;
@@ -130,7 +154,8 @@ std::vector<std::vector<int64_t>> Transformer::greedy_decode(const Tensor& sourc
       }
     }
     if (all_done) break;
-    target = cat({target, next.unsqueeze(1)}, 1);
+    // Only the uncached path reads more than the newest token.
+    target = options.use_cache ? next.unsqueeze(1) : cat({target, next.unsqueeze(1)}, 1);
   }
   return outputs;
 }
@@ -151,6 +176,7 @@ std::vector<std::vector<int64_t>> Transformer::beam_search(const Tensor& source,
   struct Hypothesis {
     std::vector<int64_t> tokens;
     double score;  // sum of log-probabilities
+    int64_t row = 0;  // the decoder row whose cache holds this hypothesis's prefix
   };
   auto normalized = [&](const Hypothesis& h) {
     return h.score / std::pow(static_cast<double>(h.tokens.size() + 1), options.length_penalty);
@@ -181,22 +207,41 @@ std::vector<std::vector<int64_t>> Transformer::beam_search(const Tensor& source,
     is_done[b] = live[b].empty() || live[b].front().score < worst_finished;
   };
 
+  // Live hypothesis k of sequence b is fed on row b * beams + k. Rows past a sequence's live
+  // beams repeat its last one; rows of finished sequences hold padding (their output is not
+  // read).
+  auto hypothesis_on_row = [&](int64_t b, int64_t k) -> const Hypothesis* {
+    if (done(b) || live[b].empty()) return nullptr;
+    return &live[b][std::min<size_t>(k, live[b].size() - 1)];
+  };
+  const int64_t padding = std::max<int64_t>(options_.pad_id, 0);
+  DecoderCache cache;  // with use_cache: row r holds the prefix of the hypothesis fed on row r
+
   for (int64_t step = 0; step < options.max_length; ++step) {
-    // The decoder input for every (sequence, beam) row. Rows past a sequence's live beams
-    // repeat its first beam; rows of finished sequences hold BOS and padding (their output is
-    // not read).
-    std::vector<int64_t> rows(batch * beams * (step + 1), std::max<int64_t>(options_.pad_id, 0));
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t k = 0; k < beams; ++k) {
-        int64_t* row = rows.data() + (b * beams + k) * (step + 1);
-        row[0] = options.bos_id;
-        if (done(b) || live[b].empty()) continue;
-        const Hypothesis& h = live[b][std::min<size_t>(k, live[b].size() - 1)];
-        std::copy(h.tokens.begin(), h.tokens.end(), row + 1);
+    Tensor logits;  // [batch * beams, vocab]
+    if (options.use_cache) {
+      // Each row's newest token: BOS first, then the last token of its hypothesis.
+      std::vector<int64_t> newest(batch * beams, step == 0 ? options.bos_id : padding);
+      for (int64_t b = 0; step > 0 && b < batch; ++b) {
+        for (int64_t k = 0; k < beams; ++k) {
+          if (const Hypothesis* h = hypothesis_on_row(b, k)) newest[b * beams + k] = h->tokens.back();
+        }
       }
+      logits = decode_step(tensor(newest, {batch * beams}).to(source.device()), step, beam_memory, beam_source, cache);
+    } else {
+      // The whole prefix of every row: BOS, then its hypothesis's tokens.
+      std::vector<int64_t> rows(batch * beams * (step + 1), padding);
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t k = 0; k < beams; ++k) {
+          int64_t* row = rows.data() + (b * beams + k) * (step + 1);
+          row[0] = options.bos_id;
+          if (const Hypothesis* h = hypothesis_on_row(b, k)) std::copy(h->tokens.begin(), h->tokens.end(), row + 1);
+        }
+      }
+      const Tensor target = tensor(rows, {batch * beams, step + 1}).to(source.device());
+      logits = decode(target, beam_memory, beam_source).select(1, -1);
     }
-    const Tensor target = tensor(rows, {batch * beams, step + 1}).to(source.device());
-    const Tensor log_probs = log_softmax(decode(target, beam_memory, beam_source).select(1, -1), -1);
+    const Tensor log_probs = log_softmax(logits, -1);
     // The 2 * beams best continuations of each row are enough: at most `beams` of them end.
     const ValuesIndices best = topk(log_probs, std::min<int64_t>(2 * beams, vocab), -1);
     const std::vector<double> values = best.values.to_vector<double>();
@@ -211,6 +256,7 @@ std::vector<std::vector<int64_t>> Transformer::beam_search(const Tensor& source,
         for (int64_t j = 0; j < width; ++j) {
           Hypothesis next = live[b][k];
           next.score += values[row * width + j];
+          next.row = row;
           const int64_t token = indices[row * width + j];
           const bool ends = token == options.eos_id;
           if (!ends) next.tokens.push_back(token);
@@ -236,6 +282,19 @@ std::vector<std::vector<int64_t>> Transformer::beam_search(const Tensor& source,
     bool all_done = true;
     for (int64_t b = 0; b < batch; ++b) all_done = all_done && done(b);
     if (all_done) break;
+    if (options.use_cache) {
+      // Each row's cache must hold the prefix of the hypothesis it is fed next: copy the
+      // self-attention caches from the rows the surviving hypotheses came from. Every beam of
+      // a sequence attends to the same memory, so the cross-attention caches stay.
+      std::vector<int64_t> parents(batch * beams);
+      for (int64_t r = 0; r < batch * beams; ++r) parents[r] = r;
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t k = 0; k < beams; ++k) {
+          if (const Hypothesis* h = hypothesis_on_row(b, k)) parents[b * beams + k] = h->row;
+        }
+      }
+      cache.reorder(tensor(parents, {batch * beams}).to(source.device()));
+    }
   }
 
   std::vector<std::vector<int64_t>> outputs(batch);

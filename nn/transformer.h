@@ -1,7 +1,9 @@
 // The encoder-decoder transformer of "Attention Is All You Need": source and target token
 // embeddings (optionally one table for both) scaled by sqrt(d_model) plus positions, an
 // encoder stack, a decoder stack, and a projection to the target vocabulary (optionally tied
-// to the target embedding). Decodes by greedy search or batched beam search.
+// to the target embedding). Decodes by greedy search or batched beam search, incrementally
+// (each step runs only the newest token through the decoder, with cached keys and values) or
+// by re-running the whole prefix.
 #pragma once
 
 #include <memory>
@@ -41,6 +43,9 @@ struct DecodeOptions {
   // Finished hypotheses are ranked by log-probability / length^length_penalty: above 0 favours
   // longer outputs, 0 ranks by log-probability alone.
   double length_penalty = 1.0;
+  // Decode incrementally through decode_step and a DecoderCache; false re-runs the decoder on
+  // the whole prefix every step (same tokens, far slower; kept for comparison).
+  bool use_cache = true;
 };
 
 // Submodules: source_embedding, target_embedding (the same module when shared), positions,
@@ -56,6 +61,12 @@ class Transformer : public Module {
   // memory's padding mask.
   Tensor decode(const Tensor& target, const Tensor& memory, const Tensor& source);
   Tensor forward(const Tensor& source, const Tensor& target);
+  // One incremental decoding step: the newest target token of each row, int64 [batch] or
+  // [batch, 1], at position `step` (0 for BOS), after the `step` positions already in `cache`
+  // (empty at step 0) -> the next token's logits [batch, target_vocab], equal to decode()'s
+  // last position over the whole prefix. Appends the token to the cache.
+  Tensor decode_step(const Tensor& tokens, int64_t step, const Tensor& memory, const Tensor& source,
+                     DecoderCache& cache);
 
   // The most likely next token at each step, for every sequence of the batch at once. Returns
   // each sequence's generated tokens, without BOS and EOS.
@@ -66,7 +77,7 @@ class Transformer : public Module {
   const TransformerOptions& options() const { return options_; }
 
   std::shared_ptr<TokenEmbedding> source_embedding, target_embedding;
-  std::shared_ptr<UnaryModule> positions;
+  std::shared_ptr<PositionalModule> positions;
   std::shared_ptr<Dropout> dropout;
   std::shared_ptr<TransformerEncoder> encoder;
   std::shared_ptr<TransformerDecoder> decoder;
@@ -74,7 +85,7 @@ class Transformer : public Module {
 
  private:
   Tensor padding_mask(const Tensor& ids) const;
-  Tensor embed(TokenEmbedding& embedding, const Tensor& ids, const char* what);
+  Tensor embed(TokenEmbedding& embedding, const Tensor& ids, const char* what, int64_t offset = 0);
   Tensor project(const Tensor& hidden);
   void check_decode_options(const DecodeOptions& options) const;
   TransformerOptions options_;

@@ -2,6 +2,7 @@
 #include "nn/transformer_layers.h"
 
 #include "core/ops/elementwise.h"
+#include "core/ops/indexing.h"
 
 namespace ember::nn {
 namespace {
@@ -18,6 +19,20 @@ void check_input(const Tensor& x, int64_t d_model, const char* module, const cha
   EMBER_CHECK(x.defined() && x.dim() == 3 && x.size(2) == d_model,
               "{}: expected {} of shape [batch, length, {}], got {}", module, what, d_model,
               x.defined() ? shape_str(x.sizes()) : "an undefined tensor");
+}
+
+MultiHeadAttentionOptions self_attention_options(const DecoderMasks& masks) {
+  MultiHeadAttentionOptions attention;
+  attention.key_padding_mask = masks.target_key_padding_mask;
+  attention.attn_mask = masks.target_mask;
+  attention.is_causal = masks.target_is_causal && !masks.target_mask.defined();
+  return attention;
+}
+
+MultiHeadAttentionOptions cross_attention_options(const DecoderMasks& masks) {
+  MultiHeadAttentionOptions attention;
+  attention.key_padding_mask = masks.memory_key_padding_mask;
+  return attention;
 }
 
 }  // namespace
@@ -68,19 +83,15 @@ TransformerDecoderLayer::TransformerDecoderLayer(const TransformerLayerOptions& 
   dropout2 = register_module("dropout2", std::make_shared<Dropout>(options.dropout));
 }
 
-Tensor TransformerDecoderLayer::self_attention_block(const Tensor& x, const DecoderMasks& masks) {
-  MultiHeadAttentionOptions attention;
-  attention.key_padding_mask = masks.target_key_padding_mask;
-  attention.attn_mask = masks.target_mask;
-  attention.is_causal = masks.target_is_causal && !masks.target_mask.defined();
-  return dropout1->forward(self_attn->forward(x, x, x, attention).output);
-}
-
-Tensor TransformerDecoderLayer::cross_attention_block(const Tensor& x, const Tensor& memory,
-                                                      const DecoderMasks& masks) {
-  MultiHeadAttentionOptions attention;
-  attention.key_padding_mask = masks.memory_key_padding_mask;
-  return dropout2->forward(cross_attn->forward(x, memory, memory, attention).output);
+Tensor TransformerDecoderLayer::run(const Tensor& x, const Block& self_attention, const Block& cross_attention) {
+  if (options_.norm_first) {
+    Tensor h = add(x, dropout1->forward(self_attention(norm1->forward(x))));
+    h = add(h, dropout2->forward(cross_attention(norm2->forward(h))));
+    return add(h, feed_forward->forward(norm3->forward(h)));
+  }
+  Tensor h = norm1->forward(add(x, dropout1->forward(self_attention(x))));
+  h = norm2->forward(add(h, dropout2->forward(cross_attention(h))));
+  return norm3->forward(add(h, feed_forward->forward(h)));
 }
 
 Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, const DecoderMasks& masks) {
@@ -88,14 +99,28 @@ Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, c
   check_input(memory, options_.d_model, "TransformerDecoderLayer", "memory");
   EMBER_CHECK(x.size(0) == memory.size(0), "TransformerDecoderLayer: target batch {} and memory batch {} differ",
               x.size(0), memory.size(0));
-  if (options_.norm_first) {
-    Tensor h = add(x, self_attention_block(norm1->forward(x), masks));
-    h = add(h, cross_attention_block(norm2->forward(h), memory, masks));
-    return add(h, feed_forward->forward(norm3->forward(h)));
+  const MultiHeadAttentionOptions self_options = self_attention_options(masks);
+  const MultiHeadAttentionOptions cross_options = cross_attention_options(masks);
+  return run(
+      x, [&](const Tensor& h) { return self_attn->forward(h, h, h, self_options).output; },
+      [&](const Tensor& h) { return cross_attn->forward(h, memory, memory, cross_options).output; });
+}
+
+Tensor TransformerDecoderLayer::forward_step(const Tensor& x, const Tensor& memory, DecoderLayerCache& cache,
+                                             const DecoderMasks& masks) {
+  check_input(x, options_.d_model, "TransformerDecoderLayer", "target");
+  if (cache.cross_attn.empty() || memory.defined()) {
+    check_input(memory, options_.d_model, "TransformerDecoderLayer", "memory");
+    EMBER_CHECK(x.size(0) == memory.size(0), "TransformerDecoderLayer: target batch {} and memory batch {} differ",
+                x.size(0), memory.size(0));
   }
-  Tensor h = norm1->forward(add(x, self_attention_block(x, masks)));
-  h = norm2->forward(add(h, cross_attention_block(h, memory, masks)));
-  return norm3->forward(add(h, feed_forward->forward(h)));
+  const MultiHeadAttentionOptions self_options = self_attention_options(masks);
+  const MultiHeadAttentionOptions cross_options = cross_attention_options(masks);
+  return run(
+      x, [&](const Tensor& h) { return self_attn->forward_cached(h, h, cache.self_attn, true, self_options).output; },
+      [&](const Tensor& h) {
+        return cross_attn->forward_cached(h, memory, cache.cross_attn, false, cross_options).output;
+      });
 }
 
 TransformerEncoder::TransformerEncoder(const TransformerLayerOptions& options, int64_t num_layers, bool final_norm)
@@ -124,6 +149,31 @@ Tensor TransformerDecoder::forward(const Tensor& x, const Tensor& memory, const 
   Tensor h = x;
   for (size_t i = 0; i < layers->size(); ++i) h = layers->at<TransformerDecoderLayer>(i)->forward(h, memory, masks);
   return norm ? norm->forward(h) : h;
+}
+
+Tensor TransformerDecoder::forward_step(const Tensor& x, const Tensor& memory, DecoderCache& cache,
+                                        const DecoderMasks& masks) {
+  if (cache.layers.empty()) cache.layers.resize(layers->size());
+  EMBER_CHECK(cache.layers.size() == layers->size(), "TransformerDecoder: the cache holds {} layers, the decoder {}",
+              cache.layers.size(), layers->size());
+  Tensor h = x;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    h = layers->at<TransformerDecoderLayer>(i)->forward_step(h, memory, cache.layers[i], masks);
+  }
+  return norm ? norm->forward(h) : h;
+}
+
+void DecoderCache::reorder(const Tensor& rows, bool include_cross_attention) {
+  for (DecoderLayerCache& layer : layers) {
+    layer.self_attn.reorder(rows);
+    if (include_cross_attention) layer.cross_attn.reorder(rows);
+  }
+  if (target_key_padding_mask.defined()) target_key_padding_mask = index_select(target_key_padding_mask, 0, rows);
+}
+
+void DecoderCache::clear() {
+  layers.clear();
+  target_key_padding_mask = Tensor();
 }
 
 }  // namespace ember::nn

@@ -1,9 +1,14 @@
 // The transformer's building blocks: the encoder layer and decoder layer of "Attention Is All
 // You Need", in post-LN form (normalise after each residual add, as the paper and BERT) or pre-LN
 // form (normalise each sublayer's input, which trains more stably), and stacks of them.
+//
+// Decoders also run incrementally: forward_step takes only the new target positions and keeps
+// the keys and values of the earlier ones in a DecoderCache.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "nn/activation.h"
 #include "nn/attention.h"
@@ -41,6 +46,29 @@ struct DecoderMasks {
   Tensor memory_key_padding_mask = Tensor();  // bool [batch, S], true = padding
 };
 
+// What one decoder layer keeps between incremental steps: its self-attention's keys and values
+// for every target position so far, and its cross-attention's projection of the memory.
+struct DecoderLayerCache {
+  KVCache self_attn, cross_attn;
+};
+
+// Per-layer caches for a decoder stack; empty until the first forward_step sizes it.
+struct DecoderCache {
+  std::vector<DecoderLayerCache> layers;
+  // The target's padding so far, bool [batch, T], for callers that mask padded target tokens
+  // (Transformer::decode_step grows it one column per step). Undefined for none.
+  Tensor target_key_padding_mask;
+
+  // Target positions cached so far.
+  int64_t length() const { return layers.empty() ? 0 : layers.front().self_attn.length(); }
+  // Row i becomes the old row rows[i] (int64 [new_batch]) in every self-attention cache and
+  // the padding mask. Cross-attention caches are left as they are: valid when rows only move
+  // between rows with the same memory, such as the beams of one sequence; with
+  // include_cross_attention they are reordered too.
+  void reorder(const Tensor& rows, bool include_cross_attention = false);
+  void clear();
+};
+
 // Self-attention then a feed-forward block, each wrapped in a residual connection and a
 // LayerNorm. Submodules: self_attn, feed_forward, norm1, norm2, dropout1.
 class TransformerEncoderLayer : public Module {
@@ -68,6 +96,11 @@ class TransformerDecoderLayer : public Module {
   explicit TransformerDecoderLayer(const TransformerLayerOptions& options);
   // x [batch, T, d_model], memory [batch, S, d_model] -> [batch, T, d_model]
   Tensor forward(const Tensor& x, const Tensor& memory, const DecoderMasks& masks = {});
+  // New target positions x [batch, L, d_model] (usually L = 1) after the cache's past ones ->
+  // [batch, L, d_model], equal to forward()'s output at those positions over the whole target.
+  // masks.target_key_padding_mask covers all past + L positions and target_mask is [L, past + L];
+  // memory may be undefined once the cross-attention cache is filled.
+  Tensor forward_step(const Tensor& x, const Tensor& memory, DecoderLayerCache& cache, const DecoderMasks& masks = {});
   const TransformerLayerOptions& options() const { return options_; }
 
   std::shared_ptr<MultiHeadAttention> self_attn, cross_attn;
@@ -76,8 +109,10 @@ class TransformerDecoderLayer : public Module {
   std::shared_ptr<Dropout> dropout1, dropout2;
 
  private:
-  Tensor self_attention_block(const Tensor& x, const DecoderMasks& masks);
-  Tensor cross_attention_block(const Tensor& x, const Tensor& memory, const DecoderMasks& masks);
+  using Block = std::function<Tensor(const Tensor&)>;
+  // The residual and normalisation structure around the two attention blocks (pre-LN or
+  // post-LN), shared by forward and forward_step.
+  Tensor run(const Tensor& x, const Block& self_attention, const Block& cross_attention);
   TransformerLayerOptions options_;
 };
 
@@ -96,6 +131,9 @@ class TransformerDecoder : public Module {
  public:
   TransformerDecoder(const TransformerLayerOptions& options, int64_t num_layers, bool final_norm);
   Tensor forward(const Tensor& x, const Tensor& memory, const DecoderMasks& masks = {});
+  // New target positions x [batch, L, d_model] through every layer with its cache (and the
+  // final norm), as TransformerDecoderLayer::forward_step.
+  Tensor forward_step(const Tensor& x, const Tensor& memory, DecoderCache& cache, const DecoderMasks& masks = {});
   std::shared_ptr<ModuleList> layers;
   std::shared_ptr<LayerNorm> norm;  // null without final_norm
 };
