@@ -72,10 +72,12 @@ TEST_CASE("cached self-attention step by step equals causal attention over the w
 
   // Several new positions at once are causal among themselves and see the whole past.
   nn::KVCache chunked;
-  const nn::MultiHeadAttentionOutput first = attention.forward_cached(x.narrow(1, 0, 4), x.narrow(1, 0, 4), chunked, true,
-                                                {.key_padding_mask = padding.narrow(1, 0, 4), .is_causal = true});
-  const nn::MultiHeadAttentionOutput rest = attention.forward_cached(x.narrow(1, 4, 2), x.narrow(1, 4, 2), chunked, true,
-                                               {.key_padding_mask = padding, .is_causal = true});
+  const Tensor head = x.narrow(1, 0, 4), tail = x.narrow(1, 4, 2);
+  const nn::MultiHeadAttentionOutput first =
+      attention.forward_cached(head, head, chunked, true,
+                               {.key_padding_mask = padding.narrow(1, 0, 4), .is_causal = true});
+  const nn::MultiHeadAttentionOutput rest =
+      attention.forward_cached(tail, tail, chunked, true, {.key_padding_mask = padding, .is_causal = true});
   check_close(first.output, full.narrow(1, 0, 4), 1e-5, 1e-5);
   check_close(rest.output, full.narrow(1, 4, 2), 1e-5, 1e-5);
 }
