@@ -43,6 +43,20 @@ inline void check_close(const Tensor& actual, const Tensor& expected, double ato
   }
 }
 
+// The largest absolute value in a tensor.
+inline double max_abs(const Tensor& t) {
+  double worst = 0;
+  for (double v : t.to_vector<double>()) worst = std::max(worst, std::abs(v));
+  return worst;
+}
+
+// A module's parameter names in registration order.
+inline std::vector<std::string> parameter_names(const nn::Module& module) {
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : module.named_parameters()) names.push_back(name);
+  return names;
+}
+
 // Checks a gradcheck report and prints its summary when it fails.
 #define CHECK_GRADCHECK(fn, inputs, ...)                                                   \
   do {                                                                                     \

@@ -13,18 +13,6 @@ using namespace ember::testing;
 
 namespace {
 
-std::vector<std::string> parameter_names(const nn::Module& module) {
-  std::vector<std::string> names;
-  for (const auto& [name, tensor] : module.named_parameters()) names.push_back(name);
-  return names;
-}
-
-double max_abs(const Tensor& t) {
-  double worst = 0;
-  for (double v : t.to_vector<double>()) worst = std::max(worst, std::abs(v));
-  return worst;
-}
-
 // May query i of batch b attend to key j (same for every head)?
 using Allowed = std::function<bool(int64_t b, int64_t i, int64_t j)>;
 

@@ -21,18 +21,6 @@ using namespace ember::testing;
 
 namespace {
 
-std::vector<std::string> parameter_names(const nn::Module& module) {
-  std::vector<std::string> names;
-  for (const auto& [name, tensor] : module.named_parameters()) names.push_back(name);
-  return names;
-}
-
-double max_abs(const Tensor& t) {
-  double worst = 0;
-  for (double v : t.to_vector<double>()) worst = std::max(worst, std::abs(v));
-  return worst;
-}
-
 double mean_of(const std::vector<double>& values) {
   double total = 0;
   for (double v : values) total += v;
