@@ -36,13 +36,23 @@ void apply_dropout_mask_cpu(const Tensor& out, const Tensor& x, double p, Philox
     const float threshold = static_cast<float>(p);
     const T scale = static_cast<T>(1.0 / (1.0 - p));
     const int64_t counters = (numel + 3) / 4;
-    parallel_for(counters, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t counter = begin; counter < end; ++counter) {
-        const std::array<uint32_t, 4> words = philox4x32(state.seed, state.offset + static_cast<uint64_t>(counter));
-        const int64_t first = counter * 4;
-        const int64_t count = std::min<int64_t>(4, numel - first);
-        for (int64_t j = 0; j < count; ++j) {
-          result[first + j] = uniform_float(words[j]) >= threshold ? in[first + j] * scale : T(0);
+    // Blocks of kBlock counters (4 * kBlock elements): Philox runs across the block's counters
+    // in vector lanes, then the mask is applied to the block's elements in order.
+    constexpr int kBlock = 16;
+    const int64_t blocks = (counters + kBlock - 1) / kBlock;
+    parallel_for(blocks, 4, [&](int64_t begin, int64_t end) {
+      const T keep_scale = scale;  // a local: the compiler may not re-read it from the closure
+      alignas(64) uint32_t words[4 * kBlock];
+      for (int64_t block = begin; block < end; ++block) {
+        const int64_t first_counter = block * kBlock;
+        philox4x32_block<kBlock>(state.seed, state.offset + static_cast<uint64_t>(first_counter), words);
+        const int64_t first = first_counter * 4;
+        const int64_t count = std::min<int64_t>(4 * kBlock, numel - first);
+        // Branch-free (times scale or times 0), so that the loop vectorises.
+        const T* block_in = in + first;
+        T* block_out = result + first;
+        for (int64_t i = 0; i < count; ++i) {
+          block_out[i] = block_in[i] * (static_cast<T>(uniform_float(words[i]) >= threshold) * keep_scale);
         }
       }
     });
