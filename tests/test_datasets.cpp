@@ -296,7 +296,7 @@ TEST_CASE("de-en: in sorted order, pair i is test when i % 20 == 0") {
   std::string content;
   // Written in reverse so the reader's sort decides the order.
   for (int i = 44; i >= 0; --i) {
-    const std::string number = (i < 10 ? "0" : "") + std::to_string(i);
+    const std::string number = fmt::format("{:02d}", i);
     content += "Satz Nummer " + number + " ist hier. :: Sentence number " + number + " is here.\n";
   }
   dir.write("de-en/de-en.txt", content);
