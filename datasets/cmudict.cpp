@@ -1,6 +1,7 @@
 // Reading the CMU Pronouncing Dictionary and splitting it.
 #include "datasets/cmudict.h"
 
+#include <filesystem>
 #include <string_view>
 
 #include "core/error.h"
@@ -56,7 +57,7 @@ bool has_only_letters_and_apostrophes(std::string_view word) {
 }  // namespace
 
 CmudictData read_cmudict(const std::string& path) {
-  const std::string content = read_data_file(path, "cmudict");
+  const std::string content = read_data_file(path, "cmudict", "read_cmudict");
   const std::string_view text = content;
   CmudictData data;
   std::vector<Pronunciation> words;
@@ -94,7 +95,7 @@ CmudictData read_cmudict(const std::string& path) {
 }
 
 CmudictData load_cmudict(const std::string& data_dir) {
-  return read_cmudict(data_path(data_dir, "cmudict", "cmudict/dict.txt"));
+  return read_cmudict((std::filesystem::path(data_dir) / "cmudict/dict.txt").string());
 }
 
 }  // namespace ember::datasets

@@ -13,8 +13,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-[[noreturn]] void fail_missing(const std::string& path, const std::string& set) {
-  fail("{} not found; run: bash scripts/fetch_data.sh {}", path, set);
+[[noreturn]] void fail_missing(const std::string& function, const std::string& path, const std::string& set) {
+  fail("{}: {} not found; run: bash scripts/fetch_data.sh {}", function, path, set);
 }
 
 }  // namespace
@@ -22,26 +22,26 @@ namespace {
 std::string data_path(const std::string& data_dir, const std::string& set, const std::string& file) {
   const std::string path = (fs::path(data_dir) / file).string();
   std::error_code error;
-  if (!fs::exists(path, error)) fail_missing(path, set);
-  EMBER_CHECK(fs::is_regular_file(path, error), "data_path: {} is not a regular file; run: bash scripts/fetch_data.sh {}",
-              path, set);
+  if (!fs::exists(path, error)) fail_missing("data_path", path, set);
+  EMBER_CHECK(fs::is_regular_file(path, error),
+              "data_path: {} is not a regular file; run: bash scripts/fetch_data.sh {}", path, set);
   return path;
 }
 
-std::string read_data_file(const std::string& path, const std::string& set) {
+std::string read_data_file(const std::string& path, const std::string& set, const std::string& reader) {
   std::error_code error;
-  if (!fs::exists(path, error)) fail_missing(path, set);
-  EMBER_CHECK(fs::is_regular_file(path, error), "read_data_file: {} is not a regular file", path);
+  if (!fs::exists(path, error)) fail_missing(reader, path, set);
+  EMBER_CHECK(fs::is_regular_file(path, error), "{}: {} is not a regular file", reader, path);
   std::ifstream in(path, std::ios::binary);
-  EMBER_CHECK(in.is_open(), "read_data_file: cannot open {}", path);
+  EMBER_CHECK(in.is_open(), "{}: cannot open {}", reader, path);
   // One read of the whole file: the largest data set is 25 MB and a single copy is the
   // fastest way to get it into memory.
   const auto size = fs::file_size(path, error);
-  EMBER_CHECK(!error, "read_data_file: cannot read the size of {}: {}", path, error.message());
+  EMBER_CHECK(!error, "{}: cannot read the size of {}: {}", reader, path, error.message());
   std::string content(size, '\0');
   in.read(content.data(), static_cast<std::streamsize>(size));
-  EMBER_CHECK(static_cast<uintmax_t>(in.gcount()) == size, "read_data_file: cannot read {} ({} of {} bytes read)",
-              path, in.gcount(), size);
+  EMBER_CHECK(static_cast<uintmax_t>(in.gcount()) == size, "{}: cannot read {} ({} of {} bytes read)", reader, path,
+              in.gcount(), size);
   return content;
 }
 

@@ -15,14 +15,16 @@ namespace ember::datasets {
 //   moby-dick   moby-dick/moby-dick.txt
 //   bert-vocab  bert/vocab.json
 
-// The path of `file` (its path under data_dir, e.g. "cmudict/dict.txt") after checking that it
+// The path of `file` (its path under data_dir, e.g. "bert/vocab.json") after checking that it
 // exists and is a regular file. Otherwise throws an ember::Error naming the path and the fetch
-// command, e.g. "data/cmudict/dict.txt not found; run: bash scripts/fetch_data.sh cmudict".
+// command, e.g. "data_path: data/bert/vocab.json not found; run: bash scripts/fetch_data.sh
+// bert-vocab".
 std::string data_path(const std::string& data_dir, const std::string& set, const std::string& file);
 
-// The whole content of the file at `path`, read in binary. `set` names the data set for the
-// fetch hint of a missing file; a file that exists but cannot be read throws naming the path.
-std::string read_data_file(const std::string& path, const std::string& set);
+// The whole content of the file at `path`, read in binary, for `reader` (the function named in
+// error messages). A missing file throws "<reader>: <path> not found; run: bash
+// scripts/fetch_data.sh <set>"; a file that exists but cannot be read throws naming the path.
+std::string read_data_file(const std::string& path, const std::string& set, const std::string& reader);
 
 // Checks that `text` is valid UTF-8 (no overlong forms, surrogates or code points past
 // U+10FFFF); otherwise throws "<reader>: <path>: line N: invalid UTF-8 at byte B of the line".

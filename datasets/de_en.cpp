@@ -2,6 +2,7 @@
 #include "datasets/de_en.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <string_view>
 #include <tuple>
 
@@ -81,7 +82,7 @@ bool is_sentence(const std::string& text) {
 }  // namespace
 
 GermanEnglishData read_de_en(const std::string& path) {
-  const std::string content = read_data_file(path, "de-en");
+  const std::string content = read_data_file(path, "de-en", "read_de_en");
   const std::string_view text = content;
   check_utf8(text, path, "read_de_en");
 
@@ -140,7 +141,7 @@ GermanEnglishData read_de_en(const std::string& path) {
 }
 
 GermanEnglishData load_de_en(const std::string& data_dir) {
-  return read_de_en(data_path(data_dir, "de-en", "de-en/de-en.txt"));
+  return read_de_en((std::filesystem::path(data_dir) / "de-en/de-en.txt").string());
 }
 
 }  // namespace ember::datasets

@@ -1,13 +1,15 @@
 // Reading Moby Dick and cutting off its last 10% as validation text.
 #include "datasets/moby_dick.h"
 
+#include <filesystem>
+
 #include "core/error.h"
 #include "datasets/data_files.h"
 
 namespace ember::datasets {
 
 TextSplit read_moby_dick(const std::string& path) {
-  std::string text = read_data_file(path, "moby-dick");
+  std::string text = read_data_file(path, "moby-dick", "read_moby_dick");
   check_utf8(text, path, "read_moby_dick");
   EMBER_CHECK(!text.empty(), "read_moby_dick: {} is empty; run: bash scripts/fetch_data.sh moby-dick", path);
 
@@ -28,7 +30,7 @@ TextSplit read_moby_dick(const std::string& path) {
 }
 
 TextSplit load_moby_dick(const std::string& data_dir) {
-  return read_moby_dick(data_path(data_dir, "moby-dick", "moby-dick/moby-dick.txt"));
+  return read_moby_dick((std::filesystem::path(data_dir) / "moby-dick/moby-dick.txt").string());
 }
 
 }  // namespace ember::datasets

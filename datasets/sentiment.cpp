@@ -3,6 +3,7 @@
 
 #include <fmt/ranges.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -44,14 +45,19 @@ SentimentData read_sentiment(const std::vector<std::string>& paths) {
   SentimentData data;
   std::vector<LabelledText> sentences;
   for (const std::string& path : paths) {
-    const std::string content = read_data_file(path, "sentiment");
+    const std::string content = read_data_file(path, "sentiment", "read_sentiment");
     json records;
     try {
       records = json::parse(content);
     } catch (const json::parse_error& error) {
-      // error.byte is 1-based: the position of the byte the parser stopped at.
+      // error.byte is 1-based: the position of the byte the parser stopped at. Its message
+      // repeats the position after a prefix; the reason comes after "column N: ".
       const size_t offset = error.byte == 0 ? 0 : error.byte - 1;
-      fail("read_sentiment: {}: line {}: not valid JSON ({})", path, line_of_offset(content, offset), error.what());
+      std::string reason = error.what();
+      if (const size_t column = reason.find("column "); column != std::string::npos) {
+        if (const size_t colon = reason.find(": ", column); colon != std::string::npos) reason.erase(0, colon + 2);
+      }
+      fail("read_sentiment: {}: line {}: not valid JSON: {}", path, line_of_offset(content, offset), reason);
     }
     EMBER_CHECK(records.is_array(), "read_sentiment: {}: line 1: expected a JSON array of records, found a {}", path,
                 records.type_name());
@@ -77,7 +83,7 @@ SentimentData read_sentiment(const std::vector<std::string>& paths) {
 SentimentData load_sentiment(const std::string& data_dir) {
   std::vector<std::string> paths;
   for (const char* name : {"imdb.json", "amazon.json", "yelp.json"}) {
-    paths.push_back(data_path(data_dir, "sentiment", std::string("sentiment/") + name));
+    paths.push_back((std::filesystem::path(data_dir) / "sentiment" / name).string());
   }
   return read_sentiment(paths);
 }

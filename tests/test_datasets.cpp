@@ -75,8 +75,8 @@ TEST_CASE("data_path returns the file's path, or names the fetch command when it
   ScratchDir dir;
   dir.write("bert/vocab.json", "[]");
   CHECK(data_path(dir.path(), "bert-vocab", "bert/vocab.json") == (fs::path(dir.path()) / "bert/vocab.json").string());
-  CHECK_THROWS_WITH_ALL(data_path(dir.path(), "cmudict", "cmudict/dict.txt"), "cmudict/dict.txt", "not found",
-                        "run: bash scripts/fetch_data.sh cmudict");
+  CHECK_THROWS_WITH_ALL(data_path(dir.path(), "cmudict", "cmudict/dict.txt"), "data_path: ",
+                        "cmudict/dict.txt not found", "run: bash scripts/fetch_data.sh cmudict");
   CHECK_THROWS_WITH_ALL(data_path(dir.path(), "bert-vocab", "bert"), "bert", "not a regular file",
                         "run: bash scripts/fetch_data.sh bert-vocab");
 }
@@ -123,7 +123,8 @@ TEST_CASE("sentiment: the empty and malformed records are dropped and counted; e
   CHECK(data.empty_dropped == 3);
   CHECK(data.malformed_skipped == 7);
   // 12 kept sentences, imdb then amazon then yelp; 0, 5 and 10 are test.
-  CHECK(texts(data.test) == std::vector<std::string>{"i0 A very slow movie.  ", "a1 Broke in a week.", "y3 Lovely staff."});
+  CHECK(texts(data.test) ==
+        std::vector<std::string>{"i0 A very slow movie.  ", "a1 Broke in a week.", "y3 Lovely staff."});
   CHECK(labels(data.test) == std::vector<int64_t>{0, 0, 1});
   CHECK(texts(data.train) == std::vector<std::string>{"i1 Loved it, \"truly\".", "i2 Ça alors — quel film!",
                                                       "i3 Boring.", "a0 Great phone.", "a2 Works.", "y0 Tasty.",
@@ -139,7 +140,7 @@ TEST_CASE("sentiment: the empty and malformed records are dropped and counted; e
 TEST_CASE("sentiment: a missing file names the path and the fetch command") {
   ScratchDir dir;
   dir.write("sentiment/imdb.json", R"([{"text": "fine", "class": 1}])");
-  CHECK_THROWS_WITH_ALL(load_sentiment(dir.path()), "sentiment/amazon.json", "not found",
+  CHECK_THROWS_WITH_ALL(load_sentiment(dir.path()), "read_sentiment: ", "sentiment/amazon.json not found",
                         "run: bash scripts/fetch_data.sh sentiment");
   CHECK_THROWS_WITH_ALL(read_sentiment({dir.path() + "/nowhere.json"}), "nowhere.json",
                         "run: bash scripts/fetch_data.sh sentiment");
@@ -147,8 +148,10 @@ TEST_CASE("sentiment: a missing file names the path and the fetch command") {
 
 TEST_CASE("sentiment: corrupt JSON names the path and line; a non-array or record-less file is refused") {
   ScratchDir dir;
-  const std::string broken = dir.write("broken.json", "[\n  {\"text\": \"a\", \"class\": 1},\n  {\"text\": \"b\" \"class\": 0}\n]");
-  CHECK_THROWS_WITH_ALL(read_sentiment({broken}), "read_sentiment", "broken.json: line 3", "not valid JSON");
+  const std::string broken =
+      dir.write("broken.json", "[\n  {\"text\": \"a\", \"class\": 1},\n  {\"text\": \"b\" \"class\": 0}\n]");
+  CHECK_THROWS_WITH_ALL(read_sentiment({broken}), "read_sentiment", "broken.json: line 3: not valid JSON: syntax error",
+                        "unexpected string literal");
   const std::string truncated = dir.write("truncated.json", "[{\"text\": \"a\", \"class\": 1},\n");
   CHECK_THROWS_WITH_ALL(read_sentiment({truncated}), "truncated.json: line 2");
   const std::string object = dir.write("object.json", R"({"text": "a", "class": 1})");
@@ -212,7 +215,7 @@ TEST_CASE("cmudict: in file order, kept word i is test when i % 20 == 0") {
 
 TEST_CASE("cmudict: a missing file names the fetch command; a file with no entry is refused") {
   ScratchDir dir;
-  CHECK_THROWS_WITH_ALL(load_cmudict(dir.path()), "cmudict/dict.txt", "not found",
+  CHECK_THROWS_WITH_ALL(load_cmudict(dir.path()), "read_cmudict: ", "cmudict/dict.txt not found",
                         "run: bash scripts/fetch_data.sh cmudict");
   const std::string path = dir.write("dict.txt", ";;; only a comment\nlower  case\n");
   CHECK_THROWS_WITH_ALL(read_cmudict(path), "read_cmudict: no usable entry", "dict.txt", "1 malformed");
@@ -231,7 +234,8 @@ TEST_CASE("de-en: sub-entries, first variants, annotations, sentence test, dedup
       "Die Insel quillt über von Sommergästen. :: to throng | thronging | The children thronged into the hall. | "
       "Summer visitors throng the island.; The island is thronged with tourists.\n"
       // Annotations, a ; inside brackets, and nesting.
-      "Er ist {ugs.} (sehr) müde (wirklich; echt) heute. [ugs.] :: He is (very) tired [coll.] today (really; truly) indeed.\n"
+      "Er ist {ugs.} (sehr) müde (wirklich; echt) heute. [ugs.] :: "
+      "He is (very) tired [coll.] today (really; truly) indeed.\n"
       "Das {a (b) [c]} ist verschachtelt, nicht wahr? :: This {x (y)} is nested, is it not?\n"
       // A closing bracket with no opening one goes; an unclosed one takes the rest with it.
       "Hier ist ) eine Klammer zu viel. :: Here is ] one bracket too many.\n"
@@ -310,8 +314,10 @@ TEST_CASE("de-en: in sorted order, pair i is test when i % 20 == 0") {
 
 TEST_CASE("de-en: missing file, invalid UTF-8 and a file without sentences are refused") {
   ScratchDir dir;
-  CHECK_THROWS_WITH_ALL(load_de_en(dir.path()), "de-en/de-en.txt", "not found", "run: bash scripts/fetch_data.sh de-en");
-  const std::string latin1 = dir.write("latin1.txt", "# comment\nDas ist gut. :: That is good.\nSch\xf6n ist es hier. :: It is nice here.\n");
+  CHECK_THROWS_WITH_ALL(load_de_en(dir.path()), "read_de_en: ", "de-en/de-en.txt not found",
+                        "run: bash scripts/fetch_data.sh de-en");
+  const std::string latin1 =
+      dir.write("latin1.txt", "# comment\nDas ist gut. :: That is good.\nSch\xf6n ist es hier. :: It is nice here.\n");
   CHECK_THROWS_WITH_ALL(read_de_en(latin1), "read_de_en", "latin1.txt: line 3", "invalid UTF-8");
   const std::string words_only = dir.write("words.txt", "Haus {n} | Häuser {pl} :: house | houses\n");
   CHECK_THROWS_WITH_ALL(read_de_en(words_only), "read_de_en: no sentence pair found", "words.txt", "1 lines read");
@@ -340,7 +346,7 @@ TEST_CASE("moby dick: the last 10% of the code points are validation, cut betwee
 
 TEST_CASE("moby dick: missing, empty and invalid UTF-8 files are refused") {
   ScratchDir dir;
-  CHECK_THROWS_WITH_ALL(load_moby_dick(dir.path()), "moby-dick/moby-dick.txt", "not found",
+  CHECK_THROWS_WITH_ALL(load_moby_dick(dir.path()), "read_moby_dick: ", "moby-dick/moby-dick.txt not found",
                         "run: bash scripts/fetch_data.sh moby-dick");
   CHECK_THROWS_WITH_ALL(read_moby_dick(dir.write("empty.txt", "")), "read_moby_dick", "empty.txt is empty");
   CHECK_THROWS_WITH_ALL(read_moby_dick(dir.write("bad.txt", "one\ntwo\nthree \x80\n")), "read_moby_dick",
