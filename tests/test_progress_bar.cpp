@@ -55,9 +55,9 @@ TEST_CASE("lines mode prints a line every 10% with metrics, throughput, elapsed 
   }
   const std::vector<std::string> lines = lines_of(captured.out.str());
   REQUIRE(lines.size() == 10);  // 10%, 20%, ..., 100%; finish() does not repeat the last one
-  CHECK(lines[0] == "train 10/100 (10%)  loss 2.5  lr 0.001  32.0 samples/s  elapsed 0:10  eta 1:30");
-  CHECK(lines[4] == "train 50/100 (50%)  loss 2.5  lr 0.001  32.0 samples/s  elapsed 0:50  eta 0:50");
-  CHECK(lines[9] == "train 100/100 (100%)  loss 2.5  lr 0.001  32.0 samples/s  elapsed 1:40");
+  CHECK(lines[0] == "train 10/100 (10%)  loss 2.500  lr 1.00e-03  32.0 samples/s  elapsed 0:10  eta 1:30");
+  CHECK(lines[4] == "train 50/100 (50%)  loss 2.500  lr 1.00e-03  32.0 samples/s  elapsed 0:50  eta 0:50");
+  CHECK(lines[9] == "train 100/100 (100%)  loss 2.500  lr 1.00e-03  32.0 samples/s  elapsed 1:40");
 }
 
 TEST_CASE("a resumed bar starts at its step and times only the steps of this run") {
@@ -72,7 +72,7 @@ TEST_CASE("a resumed bar starts at its step and times only the steps of this run
   const std::vector<std::string> lines = lines_of(captured.out.str());
   REQUIRE(lines.size() == 2);  // 50% and 60%, not the 10%..40% the earlier run printed
   // Without items the throughput counts steps: 0.5 per second; 50 steps left take 100 s.
-  CHECK(lines[0] == "train 50/100 (50%)  loss 1.25  0.50 steps/s  elapsed 0:10  eta 1:40");
+  CHECK(lines[0] == "train 50/100 (50%)  loss 1.250  0.50 steps/s  elapsed 0:10  eta 1:40");
   CHECK(lines[1].starts_with("train 60/100 (60%)"));
 }
 
@@ -105,7 +105,7 @@ TEST_CASE("a bar that goes out of scope early still prints where it stopped") {
   }
   const std::vector<std::string> lines = lines_of(captured.out.str());
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0].starts_with("train 3/100 (3%)  loss 4"));
+  CHECK(lines[0].starts_with("train 3/100 (3%)  loss 4.000"));
 }
 
 TEST_CASE("print_line in lines mode writes the message between the bar's lines") {
@@ -118,9 +118,9 @@ TEST_CASE("print_line in lines mode writes the message between the bar's lines")
   bar.update(2, {{"loss", 1.5}});
   const std::vector<std::string> lines = lines_of(captured.out.str());
   REQUIRE(lines.size() == 3);
-  CHECK(lines[0].starts_with("train 1/10 (10%)  loss 2"));
+  CHECK(lines[0].starts_with("train 1/10 (10%)  loss 2.000"));
   CHECK(lines[1] == "step 1: val loss 1.900");
-  CHECK(lines[2].starts_with("train 2/10 (20%)  loss 1.5"));
+  CHECK(lines[2].starts_with("train 2/10 (20%)  loss 1.500"));
 }
 
 TEST_CASE("in place, the bar redraws one line and print_line clears it, prints, and redraws") {
@@ -130,7 +130,7 @@ TEST_CASE("in place, the bar redraws one line and print_line clears it, prints, 
   captured.time = 1;
   bar.update(5, {{"loss", 2.0}}, 100);
   const std::string clear = "\r\x1b[2K";
-  CHECK(captured.out.str() == clear + "train  50% [##########          ] 5/10  loss 2  100 samples/s  0:01 < 0:01");
+  CHECK(captured.out.str() == clear + "train  50% [##########          ] 5/10  loss 2.000  100 samples/s  0:01 < 0:01");
 
   captured.out.str("");
   bar.print_line("a message");
@@ -181,11 +181,17 @@ TEST_CASE("throughput is smoothed over time: a change of speed shows gradually")
   CHECK(bar.throughput() == doctest::Approx(300).epsilon(0.01));
 }
 
-TEST_CASE("durations and rates are formatted compactly") {
+TEST_CASE("durations, metrics and rates are formatted compactly") {
   CHECK(train::format_duration(0) == "0:00");
   CHECK(train::format_duration(41) == "0:41");
   CHECK(train::format_duration(725) == "12:05");
   CHECK(train::format_duration(3723) == "1:02:03");
+  CHECK(train::format_metric(2.31349) == "2.313");
+  CHECK(train::format_metric(0.2) == "0.2000");
+  CHECK(train::format_metric(12.5) == "12.50");
+  CHECK(train::format_metric(1234.4) == "1234");
+  CHECK(train::format_metric(3e-4) == "3.00e-04");
+  CHECK(train::format_metric(0) == "0");
   CHECK(train::format_rate(3.14159) == "3.14");
   CHECK(train::format_rate(950) == "950");
   CHECK(train::format_rate(5432) == "5.43k");

@@ -102,7 +102,7 @@ TEST_CASE("a heatmap has one cell per entry, the labels escaped, and values in s
 TEST_CASE("a large heatmap leaves the values out of its small cells") {
   const int64_t n = 40;
   std::vector<std::string> labels;
-  for (int64_t i = 0; i < n; ++i) labels.push_back("t" + std::to_string(i));
+  for (int64_t i = 0; i < n; ++i) labels.push_back(fmt::format("t{}", i));
   const std::string svg = train::heatmap_svg(rand({n, n}), labels, labels, "40 tokens");
   check_well_formed(svg);
   CHECK(count_of(svg, "class=\"cell\"") == static_cast<size_t>(n * n));

@@ -54,6 +54,16 @@ std::string format_duration(double seconds) {
   return fmt::format("{}:{:02}", minutes, secs);
 }
 
+std::string format_metric(double value) {
+  if (value == 0) return "0";
+  if (!std::isfinite(value)) return fmt::format("{}", value);
+  const double magnitude = std::abs(value);
+  if (magnitude < 1e-2 || magnitude >= 1e6) return fmt::format("{:.2e}", value);
+  // Four significant digits with the trailing zeros kept, so the line does not jitter.
+  const int decimals = std::max(0, 3 - static_cast<int>(std::floor(std::log10(magnitude))));
+  return fmt::format("{:.{}f}", value, decimals);
+}
+
 std::string format_rate(double per_second) {
   if (!std::isfinite(per_second) || per_second < 0) return "?";
   const char* suffix = "";
@@ -154,7 +164,7 @@ void ProgressBar::update(int64_t step, const ProgressMetrics& metrics, std::opti
 
 std::string ProgressBar::details() const {
   std::string text;
-  for (const auto& [name, value] : metrics_) text += fmt::format("  {} {:.4g}", name, value);
+  for (const auto& [name, value] : metrics_) text += fmt::format("  {} {}", name, format_metric(value));
   text += fmt::format("  {} {}/s", format_rate(throughput_), options_.unit);
   return text;
 }
@@ -168,11 +178,11 @@ std::string ProgressBar::status_line() const {
   return line;
 }
 
-std::string ProgressBar::bar_line() const {
+std::string ProgressBar::bar_line(int bar_width) const {
   const double fraction = std::clamp(static_cast<double>(step_) / static_cast<double>(total_steps_), 0.0, 1.0);
-  const int filled = static_cast<int>(fraction * kBarWidth);
-  const std::string bar = std::string(filled, '#') + std::string(kBarWidth - filled, ' ');
-  std::string line = fmt::format("{}{}{:3}% [{}] {}/{}{}  {}", options_.label, options_.label.empty() ? "" : " ",
+  const int filled = static_cast<int>(fraction * bar_width);
+  const std::string bar = bar_width > 0 ? fmt::format(" [{}{}]", std::string(filled, '#'), std::string(bar_width - filled, ' ')) : "";
+  std::string line = fmt::format("{}{}{:3}%{} {}/{}{}  {}", options_.label, options_.label.empty() ? "" : " ",
                                  step_ * 100 / total_steps_, bar, step_, total_steps_, details(),
                                  format_duration(now() - start_time_));
   const std::optional<double> eta = eta_seconds();
@@ -181,11 +191,16 @@ std::string ProgressBar::bar_line() const {
 }
 
 void ProgressBar::draw() {
-  std::string line = bar_line();
+  std::string line = bar_line(kBarWidth);
   // A line wider than the terminal wraps, and "\r" then returns only to the start of its
-  // last row: the bar would repeat down the screen instead of redrawing.
+  // last row: the bar would repeat down the screen instead of redrawing. The bar graphic
+  // gives way first, then the end of the line.
   const int width = terminal_width(standard_descriptor(bar_stream_));
-  if (width > 1 && static_cast<int>(line.size()) >= width) line.resize(static_cast<size_t>(width - 1));
+  const int excess = width > 1 ? static_cast<int>(line.size()) - (width - 1) : 0;
+  if (excess > 0) {
+    line = bar_line(excess <= kBarWidth - 5 ? kBarWidth - excess : 0);
+    if (static_cast<int>(line.size()) >= width) line.resize(static_cast<size_t>(width - 1));
+  }
   bar_stream_ << kClearLine << line << std::flush;
   last_draw_time_ = now();
   drawn_ = true;

@@ -10,10 +10,10 @@
 //   progress.finish();
 //
 // On a terminal it redraws one line in place:
-//   train  45% [#########           ] 450/1000  loss 2.313  lr 0.0003  5.43k tok/s  0:41 < 0:50
+//   train  45% [#########           ] 450/1000  loss 2.313  lr 3.00e-04  5.43k tok/s  0:41 < 0:50
 // Elsewhere (a log file, a pipe, CI) it prints a plain line every 10% and at most every
 // 30 s, and a final line:
-//   train 450/1000 (45%)  loss 2.313  lr 0.0003  5.43k tok/s  elapsed 0:41  eta 0:50
+//   train 450/1000 (45%)  loss 2.313  lr 3.00e-04  5.43k tok/s  elapsed 0:41  eta 0:50
 #pragma once
 
 #include <cstdint>
@@ -89,7 +89,7 @@ class ProgressBar {
   int64_t line_bucket(int64_t step) const;
   void measure(double time, double items);
   std::string details() const;   // metrics and throughput
-  std::string bar_line() const;  // the in-place line, with the bar graphic
+  std::string bar_line(int bar_width) const;  // the in-place line, with a bar graphic that wide
   void draw();
   void clear();
   void print_plain_line();
@@ -113,6 +113,9 @@ class ProgressBar {
 
 // "0:41", "12:05", "1:02:03".
 std::string format_duration(double seconds);
+// A metric's value in four significant digits, trailing zeros kept so the width stays put:
+// "2.313", "0.2000", "12.50"; very small or large ones in scientific notation: "3.00e-04".
+std::string format_metric(double value);
 // "950", "5.43k", "1.20M": three significant digits.
 std::string format_rate(double per_second);
 

@@ -110,6 +110,7 @@ std::string xml_escape(const std::string& text) {
     // Bytes that are not valid UTF-8 would make the whole file unreadable to a browser, and
     // so would control characters other than tab and line breaks: both become U+FFFD.
     size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (c == 0xC0 || c == 0xC1 || c > 0xF4) length = 0;  // overlong or beyond U+10FFFF
     for (size_t k = 1; k < length; ++k) {
       if (i + k >= text.size() || (byte(i + k) & 0xC0) != 0x80) length = 0;
     }
@@ -136,7 +137,7 @@ std::string xml_escape(const std::string& text) {
 std::string curves_svg(const std::vector<Panel>& panels, const std::string& title, const std::string& x_label) {
   constexpr double kWidth = 860, kLeft = 80, kRight = 180, kTop = 50, kPlotHeight = 200, kPanelGap = 50;
   const double plot_left = kLeft, plot_right = kWidth - kRight;
-  const double height = kTop + std::max<double>(static_cast<double>(panels.size()), 1) * (kPlotHeight + kPanelGap) + 30;
+  const double height = kTop + std::max<double>(static_cast<double>(panels.size()), 1) * (kPlotHeight + kPanelGap);
   std::string svg = svg_open(kWidth, height, title);
   if (panels.empty()) {
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#666\">no values</text>\n",
@@ -162,7 +163,14 @@ std::string curves_svg(const std::vector<Panel>& panels, const std::string& titl
     const double top = kTop + static_cast<double>(p) * (kPlotHeight + kPanelGap), bottom = top + kPlotHeight;
     std::vector<double> all_y;
     for (const Curve& curve : panel.curves) all_y.insert(all_y.end(), curve.y.begin(), curve.y.end());
-    const auto [y_min, y_max] = finite_range(all_y);
+    auto [y_min, y_max] = finite_range(all_y);
+    // A little room above and below, so a flat stretch (a constant learning rate) does not run
+    // along the frame; but a non-negative metric keeps 0 as its floor.
+    const double margin = 0.03 * (y_max - y_min);
+    if (y_min < y_max) {
+      y_min = y_min >= 0 ? std::max(0.0, y_min - margin) : y_min - margin;
+      y_max += margin;
+    }
     const Axis y_axis = nice_axis(y_min, y_max);
     const auto y_pixel = [&](double y) { return bottom - y_axis.fraction(y) * kPlotHeight; };
 
@@ -213,7 +221,7 @@ std::string curves_svg(const std::vector<Panel>& panels, const std::string& titl
     svg += "</g>\n";
   }
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
-                     (plot_left + plot_right) / 2, height - 14, xml_escape(x_label));
+                     (plot_left + plot_right) / 2, height - kPanelGap + 36, xml_escape(x_label));
   return svg + "</svg>\n";
 }
 
@@ -255,7 +263,7 @@ std::string plot_metrics_csv(const std::string& csv_path, const std::string& tit
   const std::filesystem::path svg_path = std::filesystem::path(csv_path).replace_extension(".svg");
   const std::string x_label = table.columns.empty() ? "step" : table.columns[0];
   write_curves_svg(svg_path.string(), metric_panels(table),
-                   title.empty() ? std::filesystem::path(csv_path).filename().string() : title, x_label);
+                   title.empty() ? csv_path : title, x_label);
   return svg_path.string();
 }
 
