@@ -11,8 +11,8 @@
 //
 // On a terminal it redraws one line in place:
 //   train  45% [#########           ] 450/1000  loss 2.313  lr 3.00e-04  5.43k tok/s  0:41 < 0:50
-// Elsewhere (a log file, a pipe, CI) it prints a plain line every 10% and at most every
-// 30 s, and a final line:
+// Elsewhere (a log file, a pipe, CI) it prints a plain line each time another 10% is done or
+// 30 s have passed since the last line, and a final line:
 //   train 450/1000 (45%)  loss 2.313  lr 3.00e-04  5.43k tok/s  elapsed 0:41  eta 0:50
 #pragma once
 
@@ -50,7 +50,7 @@ struct ProgressBarOptions {
   std::ostream* bar_stream = nullptr;
   std::ostream* message_stream = nullptr;
   // Seconds since any fixed origin; a monotonic clock by default. Tests pass a fake one.
-  std::function<double()> clock;
+  std::function<double()> clock = {};
 };
 
 class ProgressBar {

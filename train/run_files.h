@@ -1,7 +1,7 @@
 // The files a training run leaves behind: written atomically into an output directory, and
 // the checkpoint that `--resume` continues from.
 //
-//   train::CheckpointSaver saver(out / "checkpoint.safetensors", 500, model, optimizer, &scheduler);
+//   train::CheckpointSaver saver(out_dir + "/checkpoint.safetensors", 500, model, optimizer, &scheduler);
 //   int64_t step = 0;
 //   if (resume) {
 //     if (auto resumed = train::resume_from(saver.path(), model, optimizer, &scheduler)) step = *resumed;
