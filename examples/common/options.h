@@ -1,0 +1,70 @@
+// The options every example takes (--device, --seed, --threads, --out, --data, --resume) on
+// a CLI11 app, and setup_run(), which acts on them.
+//
+//   CLI::App app{"Train a text classifier on the sentiment sentences"};
+//   examples::CommonOptions common{.out_dir = "out/text_classifier"};
+//   examples::add_common_options(app, common);
+//   int64_t steps = 1500;
+//   app.add_option("--steps", steps, "training steps")->capture_default_str();
+//   return examples::run_main(app, argc, argv, common, [&] {
+//     const Device device = examples::setup_run(common);
+//     ...
+//   });
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "core/device.h"
+#include "core/random.h"
+#include "train/device_option.h"
+#include "train/run_files.h"
+
+namespace ember::examples {
+
+struct CommonOptions {
+  std::string device = "cpu";
+  uint64_t seed = 0;
+  int threads = 0;  // 0: OpenMP's default
+  std::string out_dir = "out";
+  std::string data_dir = "data";
+  bool resume = false;
+
+  // A file in the output directory: out_path("metrics.csv") -> "out/metrics.csv".
+  std::string out_path(const std::string& name) const { return (std::filesystem::path(out_dir) / name).string(); }
+  // A file in the data directory: data_path("cmudict/dict.txt") -> "data/cmudict/dict.txt".
+  std::string data_path(const std::string& name) const { return (std::filesystem::path(data_dir) / name).string(); }
+};
+
+// Adds the common options to `app`, bound to `options`, whose current values are the
+// defaults shown by --help (an example sets its own defaults before calling this).
+inline void add_common_options(CLI::App& app, CommonOptions& options) {
+  app.add_option("--device", options.device, "where to train: cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--seed", options.seed, "random seed: the same seed gives the same run")->capture_default_str();
+  app.add_option("--threads", options.threads, "CPU threads (0: OMP_NUM_THREADS, else one per core)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--out", options.out_dir, "directory for the model, metrics CSV and plots")->capture_default_str();
+  app.add_option("--data", options.data_dir, "directory of the data sets (bash scripts/fetch_data.sh fills it)")
+      ->capture_default_str();
+  app.add_flag("--resume", options.resume, "continue from the checkpoint in --out, if there is one");
+}
+
+// Acts on the common options: checks the device (an unknown one, or CUDA on a machine
+// without a GPU, throws ember::Error), sets the thread count, seeds ember's random generator
+// and creates the output directory. Prints one line saying so, and returns the device.
+inline Device setup_run(const CommonOptions& options) {
+  const Device device = train::parse_device(options.device);
+  train::set_threads(options.threads);
+  manual_seed(options.seed);
+  train::create_directory(options.out_dir);
+  fmt::print("device {}, {} thread{}, seed {}, output in {}/\n", device.str(), train::thread_count(),
+             train::thread_count() == 1 ? "" : "s", options.seed, options.out_dir);
+  return device;
+}
+
+}  // namespace ember::examples

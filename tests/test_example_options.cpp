@@ -1,0 +1,142 @@
+// The examples' command line (examples/common/): the common options, and run_main turning
+// every failure into "error: ..." and an exit code.
+#include "helpers.h"
+
+#if __has_include(<CLI/CLI.hpp>)
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../examples/common/options.h"
+#include "../examples/common/run_main.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+// Captures what is written to std::cerr while alive.
+struct CapturedErrors {
+  std::ostringstream text;
+  std::streambuf* previous = std::cerr.rdbuf(text.rdbuf());
+  ~CapturedErrors() { std::cerr.rdbuf(previous); }
+};
+
+// argv for a command line given as words (argv[0] is the program's name).
+struct Arguments {
+  std::vector<std::string> words;
+  std::vector<char*> pointers;
+  explicit Arguments(std::vector<std::string> given) : words(std::move(given)) {
+    words.insert(words.begin(), "example");
+    for (std::string& word : words) pointers.push_back(word.data());
+  }
+  int argc() { return static_cast<int>(pointers.size()); }
+  char** argv() { return pointers.data(); }
+};
+
+// Runs `body` under run_main with the common options and the given command line.
+template <class Body>
+int run(std::vector<std::string> words, examples::CommonOptions& common, Body&& body) {
+  CLI::App app{"an example"};
+  examples::add_common_options(app, common);
+  Arguments arguments(std::move(words));
+  return examples::run_main(app, arguments.argc(), arguments.argv(), common, std::forward<Body>(body));
+}
+
+}  // namespace
+
+TEST_CASE("the common options parse into CommonOptions") {
+  examples::CommonOptions common;
+  bool ran = false;
+  const int code = run({"--device", "cpu", "--seed", "7", "--threads", "1", "--out", "runs/a", "--data", "d", "--resume"},
+                       common, [&] { ran = true; });
+  CHECK(code == 0);
+  CHECK(ran);
+  CHECK(common.device == "cpu");
+  CHECK(common.seed == 7);
+  CHECK(common.threads == 1);
+  CHECK(common.out_dir == "runs/a");
+  CHECK(common.out_path("metrics.csv") == "runs/a/metrics.csv");
+  CHECK(common.data_path("cmudict/dict.txt") == "d/cmudict/dict.txt");
+  CHECK(common.resume);
+}
+
+TEST_CASE("an unknown device is an error message and exit code 1, not a crash") {
+  examples::CommonOptions common;
+  CapturedErrors errors;
+  const int code = run({"--device", "gpu"}, common, [&] { examples::setup_run(common); });
+  CHECK(code == 1);
+  CHECK(errors.text.str() == "error: --device: unknown device 'gpu' (expected cpu, cuda or cuda:N)\n");
+}
+
+TEST_CASE("a command-line error prints CLI11's message after 'error:' and returns CLI11's code") {
+  examples::CommonOptions common;
+  CapturedErrors errors;
+  bool ran = false;
+  const int code = run({"--seed", "abc"}, common, [&] { ran = true; });
+  CHECK(code != 0);
+  CHECK_FALSE(ran);
+  CHECK(errors.text.str().starts_with("error: "));
+  CHECK(errors.text.str().find("--seed") != std::string::npos);
+
+  CapturedErrors more;
+  CHECK(run({"--threads", "-1"}, common, [&] { ran = true; }) != 0);
+  CHECK(run({"--no-such-option"}, common, [&] { ran = true; }) != 0);
+  CHECK_FALSE(ran);
+}
+
+TEST_CASE("--help prints the options and exits 0 without running the body") {
+  examples::CommonOptions common;
+  bool ran = false;
+  std::ostringstream help;
+  std::streambuf* previous = std::cout.rdbuf(help.rdbuf());
+  const int code = run({"--help"}, common, [&] { ran = true; });
+  std::cout.rdbuf(previous);
+  CHECK(code == 0);
+  CHECK_FALSE(ran);
+  for (const char* option : {"--device", "--seed", "--threads", "--out", "--data", "--resume"}) {
+    CHECK(help.str().find(option) != std::string::npos);
+  }
+}
+
+TEST_CASE("exceptions from the body become 'error: <message>' and exit code 1") {
+  examples::CommonOptions common;
+  CapturedErrors errors;
+  CHECK(run({}, common, [] { fail("reader: data/x.txt line 3: bad record"); }) == 1);
+  CHECK(run({}, common, [] { throw std::runtime_error("plain failure"); }) == 1);
+  CHECK(run({}, common, [] { throw 42; }) == 1);
+  CHECK(errors.text.str() ==
+        "error: reader: data/x.txt line 3: bad record\nerror: plain failure\nerror: unknown exception\n");
+  CHECK(run({}, common, [] { return 3; }) == 3);  // a body may choose its exit code
+}
+
+TEST_CASE("setup_run creates the output directory, and the files written since are found") {
+  const std::filesystem::path out =
+      std::filesystem::temp_directory_path() / ("ember_test_example_out_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(out);
+  examples::CommonOptions common;
+  common.out_dir = out.string();
+  const auto start = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1);
+  const int code = run({"--seed", "5"}, common, [&] {
+    CHECK(examples::setup_run(common) == kCPU);
+    std::ofstream(common.out_path("model.safetensors")) << "weights";
+    std::filesystem::create_directories(out / "plots");
+    std::ofstream(common.out_path("plots/attention.svg")) << "<svg/>";
+  });
+  CHECK(code == 0);
+  CHECK(std::filesystem::is_directory(out));
+  const std::vector<std::filesystem::path> files = examples::files_written_since(common.out_dir, start);
+  CHECK(files == std::vector<std::filesystem::path>{out / "model.safetensors", out / "plots/attention.svg"});
+  CHECK(examples::size_text(812) == "812 B");
+  CHECK(examples::size_text(2345) == "2.3 kB");
+  std::filesystem::remove_all(out);
+}
+
+#else
+
+TEST_CASE("the examples' command line (skipped: CLI11 is not installed)") { MESSAGE("CLI11 not found; skipped"); }
+
+#endif

@@ -1,0 +1,65 @@
+// The files a training run leaves behind: written atomically into an output directory, and
+// the checkpoint that `--resume` continues from.
+//
+//   train::CheckpointSaver saver(out_dir + "/checkpoint.safetensors", 500, model, optimizer, &scheduler);
+//   int64_t step = 0;
+//   if (resume) {
+//     if (auto resumed = train::resume_from(saver.path(), model, optimizer, &scheduler)) step = *resumed;
+//   }
+//   for (++step; step <= total; ++step) { ...; saver.maybe_save(step); }
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "nn/checkpoint.h"
+
+namespace ember::train {
+
+// Creates `directory` and its parents when missing. Throws ember::Error naming the directory
+// and the OS error when it cannot (a file in the way, no permission).
+void create_directory(const std::string& directory);
+
+// Writes `bytes` to `path` so that readers see either the old file or the whole new one,
+// never half of it: a temporary file beside `path` is written, flushed and renamed over it.
+// Creates the parent directory when missing. Throws ember::Error naming the path on failure,
+// and leaves no temporary file behind.
+void write_file_atomically(const std::string& path, std::string_view bytes);
+
+// For `--resume`: when a checkpoint exists at `path`, restores model, optimizer, scheduler
+// (may be null) and the random generator from it and returns the step it was saved at;
+// returns std::nullopt when there is no file at `path` (nothing to resume: start at step 0).
+// A file that is there but does not load (corrupt, another configuration) throws
+// ember::Error from nn::load_checkpoint, naming the file.
+std::optional<int64_t> resume_from(const std::string& path, nn::Module& model, nn::Optimizer& optimizer,
+                                   nn::Scheduler* scheduler);
+
+// Saves a checkpoint every `every_steps` steps (nn::save_checkpoint, itself atomic), so a run
+// that is stopped loses at most that many steps.
+class CheckpointSaver {
+ public:
+  // `scheduler` may be null. every_steps must be positive.
+  CheckpointSaver(std::string path, int64_t every_steps, const nn::Module& model, const nn::Optimizer& optimizer,
+                  const nn::Scheduler* scheduler);
+
+  // Saves when `step` is a multiple of every_steps; returns whether it saved.
+  bool maybe_save(int64_t step);
+  // Saves now, whatever the step (at the end of training, or before an early stop).
+  void save(int64_t step);
+
+  const std::string& path() const { return path_; }
+  // The step of the last save by this saver, if any.
+  std::optional<int64_t> last_saved_step() const { return last_saved_step_; }
+
+ private:
+  std::string path_;
+  int64_t every_steps_;
+  const nn::Module& model_;
+  const nn::Optimizer& optimizer_;
+  const nn::Scheduler* scheduler_;
+  std::optional<int64_t> last_saved_step_;
+};
+
+}  // namespace ember::train
