@@ -254,8 +254,9 @@ class TransformerEncoder : public nn::Module {
   std::shared_ptr<nn::ModuleList> layers;
 };
 
-// TransformerForSequenceClassification: the encoder's state of the first token, dropout, and a
-// Linear to one logit per label.
+// TransformerForSequenceClassification (the book's name; notebook 001 calls it
+// TransformerClassifier): the encoder's state of the first token, dropout, and a Linear to one
+// logit per label.
 class TransformerForSequenceClassification : public nn::Module {
  public:
   explicit TransformerForSequenceClassification(const Config& config)
@@ -407,7 +408,9 @@ class EncoderBlock : public nn::Module {
     self_attn = register_module("self_attn", std::move(self_attention));
     feed_forward = register_module("feed_forward", std::move(feed_forward_block));
     residual_connection = register_module("residual_connection", std::make_shared<nn::ModuleList>());
-    for (int i = 0; i < 2; ++i) residual_connection->push_back(std::make_shared<ResidualConnection>(dropout_p, make_norm));
+    for (int i = 0; i < 2; ++i) {
+      residual_connection->push_back(std::make_shared<ResidualConnection>(dropout_p, make_norm));
+    }
   }
   Tensor forward(const Tensor& x, const Tensor& mask) {
     const Tensor h = residual(0).forward(x, [&](const Tensor& y) { return self_attn->forward(y, y, y, mask); });
@@ -430,7 +433,9 @@ class DecoderBlock : public nn::Module {
     cross_attn = register_module("cross_attn", std::move(cross_attention));
     feed_forward = register_module("feed_forward", std::move(feed_forward_block));
     residual_connection = register_module("residual_connection", std::make_shared<nn::ModuleList>());
-    for (int i = 0; i < 3; ++i) residual_connection->push_back(std::make_shared<ResidualConnection>(dropout_p, make_norm));
+    for (int i = 0; i < 3; ++i) {
+      residual_connection->push_back(std::make_shared<ResidualConnection>(dropout_p, make_norm));
+    }
   }
   Tensor forward(const Tensor& x, const Tensor& encoder_output, const Tensor& source_mask, const Tensor& target_mask) {
     Tensor h = residual(0).forward(x, [&](const Tensor& y) { return self_attn->forward(y, y, y, target_mask); });
@@ -693,11 +698,11 @@ void attention_is_all_you_need() {
   const Tensor target_ids = randint(1, vocab_size, {2, 7});
   // The tutorial's masks: true where attention is allowed. The source mask hides padding keys
   // ([batch, 1, 1, S]); the target mask lets position i see positions 0..i ([1, 1, T, T]).
-  const Tensor source_mask = ne(source_ids, tensor<int64_t>({0}, {1})).unsqueeze(1).unsqueeze(1);
+  const Tensor source_mask = ne(source_ids, 0.0).unsqueeze(1).unsqueeze(1);
   const Tensor positions = arange(7.0, kInt64);
   const Tensor target_mask = le(positions.unsqueeze(0), positions.unsqueeze(1)).unsqueeze(0).unsqueeze(0);
   // ember's masks say the opposite for padding: key_padding_mask is true at padding.
-  const Tensor source_padding = eq(source_ids, tensor<int64_t>({0}, {1}));
+  const Tensor source_padding = eq(source_ids, 0.0);
 
   heading("002", "InputEmbeddings -> nn::TokenEmbedding(vocab, d_model, scale_by_sqrt_d_model = true)");
   Tensor source, target;

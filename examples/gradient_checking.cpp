@@ -25,7 +25,9 @@ namespace {
 // dominated by rounding error.
 
 // A float64 leaf of normal values times `scale`: the usual gradcheck input.
-Tensor leaf(const Shape& shape, double scale = 1.0) { return mul(randn(shape, kFloat64), scale).detach().requires_grad_(); }
+Tensor leaf(const Shape& shape, double scale = 1.0) {
+  return mul(randn(shape, kFloat64), scale).detach().requires_grad_();
+}
 
 // A layer's own parameters go into gradcheck's input list after x, so that each is nudged and
 // its gradient compared too. fn still calls the layer as usual: the layer holds the very same

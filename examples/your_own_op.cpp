@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Your own op: softplus through ember's extension API, checked and trained with"};
   int steps = 300;
   uint64_t seed = 0;
-  app.add_option("--steps", steps, "training steps")->check(CLI::PositiveNumber);
+  app.add_option("--steps", steps, "training steps")->check(CLI::Range(1, 1000000));
   app.add_option("--seed", seed, "random seed");
   CLI11_PARSE(app, argc, argv);
 
@@ -173,8 +173,8 @@ int main(int argc, char** argv) {
     }
 
     fmt::print("\n4. softplus inside a network that learns\n");
-    const Points train = circle_points(1024);
-    const Points test = circle_points(1024);
+    const Points train = circle_points(512);
+    const Points test = circle_points(512);
     auto model = std::make_shared<nn::Sequential>(
         std::make_shared<nn::Linear>(2, 32), std::make_shared<Softplus>(), std::make_shared<nn::Linear>(32, 32),
         std::make_shared<Softplus>(), std::make_shared<nn::Linear>(32, 2));
