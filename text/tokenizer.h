@@ -89,7 +89,11 @@ class Tokenizer {
   bool is_structural_id(int64_t id) const;
 
  protected:
-  Tokenizer() = default;
+  // Protected so that a Tokenizer& cannot be sliced; the classes themselves copy and move.
+  Tokenizer(const Tokenizer&) = default;
+  Tokenizer(Tokenizer&&) = default;
+  Tokenizer& operator=(const Tokenizer&) = default;
+  Tokenizer& operator=(Tokenizer&&) = default;
   // Every special name that is set must be in the vocabulary; `who` names the caller in the
   // error.
   Tokenizer(Vocabulary vocabulary, SpecialTokens specials, const std::string& who);

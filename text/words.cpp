@@ -60,6 +60,9 @@ bool is_contraction_suffix(std::string word) {
   return is_one_of(word, {"s", "t", "re", "ve", "ll", "d", "m"});
 }
 
+// A one-letter word before an apostrophe is an elision: l'homme, d'accord, s'il.
+bool is_elided(const std::string& word) { return word.size() == 1 && std::isalpha(static_cast<unsigned char>(word[0])); }
+
 }  // namespace
 
 std::string join_words(const std::vector<std::string>& words) {
@@ -67,7 +70,8 @@ std::string join_words(const std::vector<std::string>& words) {
   bool glue_next = true;  // no space before the first word
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& word = words[i];
-    const bool apostrophe = word == "'" && i > 0 && i + 1 < words.size() && is_contraction_suffix(words[i + 1]);
+    const bool apostrophe = word == "'" && i > 0 && i + 1 < words.size() &&
+                            (is_contraction_suffix(words[i + 1]) || is_elided(words[i - 1]));
     if (!glue_next && !closes(word) && !joins(word) && !apostrophe) out += ' ';
     out += word;
     glue_next = opens(word) || joins(word) || apostrophe;

@@ -17,7 +17,7 @@ std::vector<std::string> split_words(std::string_view text);
 // The words separated by single spaces, except around punctuation that is written attached in
 // English text: no space before . , ; : ! ? ) ] } % and closing quotes, none after ( [ { and
 // opening quotes, none around hyphens and slashes, and none around the apostrophe of a
-// contraction ("don ' t" -> "don't", "it ' s" -> "it's").
+// contraction or an elision ("don ' t" -> "don't", "it ' s" -> "it's", "l ' eau" -> "l'eau").
 std::string join_words(const std::vector<std::string>& words);
 
 }  // namespace ember::text
