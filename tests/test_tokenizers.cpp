@@ -68,7 +68,7 @@ TEST_CASE("WordTokenizer: minimum frequency, maximum size, lower-casing, unknown
   CHECK(words.lowercase());
   CHECK(words.contains("the"));
   CHECK_FALSE(words.contains("The"));
-  CHECK(words.contains("dog"));       // twice
+  CHECK(words.contains("dog"));        // twice
   CHECK_FALSE(words.contains("log"));  // once
   const int64_t unk = *words.unk_id();
   CHECK(words.encode("THE LOG") == Ids{words.token_to_id("the"), unk});

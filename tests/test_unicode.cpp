@@ -44,7 +44,10 @@ TEST_CASE("malformed UTF-8 becomes one U+FFFD per byte and is located") {
   CHECK(find_invalid_utf8("ok \xE2\x82") == 3);
   // A genuine U+FFFD is valid text.
   CHECK(find_invalid_utf8("\uFFFD") == std::nullopt);
-  CHECK(to_valid_utf8("a\xFF" "b") == "a\uFFFD" "b");
+  CHECK(to_valid_utf8("a\xFF"
+                      "b") ==
+        "a\uFFFD"
+        "b");
 }
 
 TEST_CASE("encoding a surrogate or a value beyond U+10FFFF throws") {
@@ -62,36 +65,44 @@ TEST_CASE("character classes follow BERT") {
 
   // Every non-alphanumeric printable ASCII character, symbols included, as BERT has it.
   for (char32_t c : std::u32string_view(U"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")) CHECK(is_punctuation(c));
-  for (char32_t c : std::u32string_view(U"\u00A1\u00BF\u00AB\u2014\u201C\u2026\u3001\u3002\u300C\uFF01\uFF1F")) CHECK(is_punctuation(c));
-  for (char32_t c : std::u32string_view(U"aZ09 \u00E9\u00A9\u00D7\u20AC")) CHECK_FALSE(is_punctuation(c));  // © × € are symbols
+  for (char32_t c : std::u32string_view(U"\u00A1\u00BF\u00AB\u2014\u201C\u2026\u3001\u3002\u300C\uFF01\uFF1F"))
+    CHECK(is_punctuation(c));
+  for (char32_t c : std::u32string_view(U"aZ09 \u00E9\u00A9\u00D7\u20AC"))
+    CHECK_FALSE(is_punctuation(c));  // © × € are symbols
 
   for (char32_t c : std::u32string_view(U"\u4E00\u6771\u4EAC\u9FFF\u3400\U00020000\uF900")) CHECK(is_cjk_ideograph(c));
-  for (char32_t c : std::u32string_view(U"a\u3042\u30A2\uAC00")) CHECK_FALSE(is_cjk_ideograph(c));  // kana and Hangul are not
+  for (char32_t c : std::u32string_view(U"a\u3042\u30A2\uAC00"))
+    CHECK_FALSE(is_cjk_ideograph(c));  // kana and Hangul are not
 }
 
 TEST_CASE("lower-casing covers Latin, Greek and Cyrillic") {
   CHECK(to_lower("ABC xyz") == "abc xyz");
-  CHECK(to_lower("\u00C9COLE \u00D8RE \u0152UVRE \u0141\u00D3D\u0179") == "\u00E9cole \u00F8re \u0153uvre \u0142\u00F3d\u017A");
-  CHECK(to_lower("\u0178") == "\u00FF");                                    // Ÿ -> ÿ
+  CHECK(to_lower("\u00C9COLE \u00D8RE \u0152UVRE \u0141\u00D3D\u0179") ==
+        "\u00E9cole \u00F8re \u0153uvre \u0142\u00F3d\u017A");
+  CHECK(to_lower("\u0178") == "\u00FF");                                                  // Ÿ -> ÿ
   CHECK(to_lower("\u0391\u0398\u0397\u039D\u0391") == "\u03B1\u03B8\u03B7\u03BD\u03B1");  // ΑΘΗΝΑ
-  CHECK(to_lower("\u041C\u041E\u0421\u041A\u0412\u0410 \u0401\u0416") == "\u043C\u043E\u0441\u043A\u0432\u0430 \u0451\u0436");
+  CHECK(to_lower("\u041C\u041E\u0421\u041A\u0412\u0410 \u0401\u0416") ==
+        "\u043C\u043E\u0441\u043A\u0432\u0430 \u0451\u0436");
   // Σ at the end of a word is the final sigma ς, elsewhere σ.
   CHECK(to_lower("\u039F\u0394\u039F\u03A3") == "\u03BF\u03B4\u03BF\u03C2");
   CHECK(to_lower("\u03A3\u039F\u03A6\u039F\u03A3.") == "\u03C3\u03BF\u03C6\u03BF\u03C2.");
   CHECK(to_lower("\u03A3") == "\u03C3");
   // Malformed bytes pass through untouched.
-  CHECK(to_lower("A\xFF" "B") == "a\xFF" "b");
+  CHECK(to_lower("A\xFF"
+                 "B") ==
+        "a\xFF"
+        "b");
 }
 
 TEST_CASE("accent stripping leaves the base letters") {
   CHECK(lower_and_strip("Caf\u00E9 \u0178 \u00D1and\u00FA") == "cafe y nandu");
   CHECK(lower_and_strip("na\u00EFve r\u00E9sum\u00E9 \u00C5ngstr\u00F6m") == "naive resume angstrom");
-  CHECK(lower_and_strip("Vi\u1EC7t Nam") == "viet nam");                       // Việt
-  CHECK(lower_and_strip("e\u0301") == "e");                                    // decomposed é
+  CHECK(lower_and_strip("Vi\u1EC7t Nam") == "viet nam");                                         // Việt
+  CHECK(lower_and_strip("e\u0301") == "e");                                                      // decomposed é
   CHECK(lower_and_strip("\u0386\u03B8\u03AE\u03BD\u03B1") == "\u03B1\u03B8\u03B7\u03BD\u03B1");  // Αθήνα
-  CHECK(lower_and_strip("\u0419") == "\u0438");                                // Й -> и, as BERT uncased
-  CHECK(lower_and_strip("\u304C") == "\u304B");                                // が -> か
-  CHECK(lower_and_strip("\uD55C") == "\u1112\u1161\u11AB");                    // 한 -> its jamo
+  CHECK(lower_and_strip("\u0419") == "\u0438");              // Й -> и, as BERT uncased
+  CHECK(lower_and_strip("\u304C") == "\u304B");              // が -> か
+  CHECK(lower_and_strip("\uD55C") == "\u1112\u1161\u11AB");  // 한 -> its jamo
   // Letters without a decomposition keep their shape.
   CHECK(lower_and_strip("\u00D8 \u0141 \u00C6 \u00DF") == "\u00F8 \u0142 \u00E6 \u00DF");
   CHECK(strip_accents(U"\u00C9") == U"E");
@@ -101,7 +112,8 @@ TEST_CASE("split_words separates punctuation, CJK ideographs and whitespace, and
   CHECK(split_words("Don't panic!") == Words{"Don", "'", "t", "panic", "!"});
   CHECK(split_words("  a\tb\n\u00A0c  ") == Words{"a", "b", "c"});
   CHECK(split_words("\u6771\u4EAC\u306F") == Words{"\u6771", "\u4EAC", "\u306F"});  // 東 京 は (kana stays)
-  CHECK(split_words("ab\x01\u200B" "cd") == Words{"abcd"});
+  CHECK(split_words("ab\x01\u200B"
+                    "cd") == Words{"abcd"});
   CHECK(split_words("...") == Words{".", ".", "."});
   CHECK(split_words("").empty());
   CHECK(split_words(" \t\n").empty());

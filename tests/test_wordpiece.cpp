@@ -26,19 +26,59 @@ constexpr int64_t kPad = 0, kUnk = 100, kCls = 101, kSep = 102, kMask = 103;
 // BERT's vocab.txt notation.
 const std::map<int64_t, std::string>& real_pieces() {
   static const std::map<int64_t, std::string> pieces = {
-      {0, "[PAD]"}, {1, "[unused0]"}, {100, "[UNK]"}, {101, "[CLS]"}, {102, "[SEP]"}, {103, "[MASK]"},
+      {0, "[PAD]"},
+      {1, "[unused0]"},
+      {100, "[UNK]"},
+      {101, "[CLS]"},
+      {102, "[SEP]"},
+      {103, "[MASK]"},
       // the two sentences of the issue
-      {1996, "the"}, {11286, "bark"}, {1997, "of"}, {1037, "a"}, {5340, "palm"}, {3392, "tree"}, {2003, "is"},
-      {2200, "very"}, {5931, "rough"}, {2051, "time"}, {10029, "flies"}, {2066, "like"}, {2019, "an"},
+      {1996, "the"},
+      {11286, "bark"},
+      {1997, "of"},
+      {1037, "a"},
+      {5340, "palm"},
+      {3392, "tree"},
+      {2003, "is"},
+      {2200, "very"},
+      {5931, "rough"},
+      {2051, "time"},
+      {10029, "flies"},
+      {2066, "like"},
+      {2019, "an"},
       {8612, "arrow"},
       // punctuation and sub-word pieces
-      {999, "!"}, {1005, "'"}, {1010, ","}, {1012, "."}, {1029, "?"}, {14477, "una"}, {20961, "##ffa"},
-      {3468, "##ble"}, {2123, "don"}, {1056, "t"}, {7592, "hello"}, {2088, "world"}, {2050, "##a"},
+      {999, "!"},
+      {1005, "'"},
+      {1010, ","},
+      {1012, "."},
+      {1029, "?"},
+      {14477, "una"},
+      {20961, "##ffa"},
+      {3468, "##ble"},
+      {2123, "don"},
+      {1056, "t"},
+      {7592, "hello"},
+      {2088, "world"},
+      {2050, "##a"},
       // accents stripped
-      {7668, "cafe"}, {1061, "y"}, {16660, "nan"}, {8566, "##du"}, {15743, "naive"}, {13746, "resume"},
+      {7668, "cafe"},
+      {1061, "y"},
+      {16660, "nan"},
+      {8566, "##du"},
+      {15743, "naive"},
+      {13746, "resume"},
       // CJK, Cyrillic, Greek (with the final sigma)
-      {1879, "\u6771"}, {1755, "\u4EAC"}, {1194, "\u043F"}, {16856, "##\u0440"}, {10325, "##\u0438"},
-      {25529, "##\u0432"}, {15290, "##\u0435"}, {22919, "##\u0442"}, {1169, "\u03BF"}, {29722, "##\u03B4"},
+      {1879, "\u6771"},
+      {1755, "\u4EAC"},
+      {1194, "\u043F"},
+      {16856, "##\u0440"},
+      {10325, "##\u0438"},
+      {25529, "##\u0432"},
+      {15290, "##\u0435"},
+      {22919, "##\u0442"},
+      {1169, "\u03BF"},
+      {29722, "##\u03B4"},
       {15297, "##\u03BF\u03C2"},
   };
   return pieces;
@@ -82,7 +122,8 @@ TEST_CASE("WordPiece reproduces the bert-base-uncased ids of the issue's sentenc
   ScratchDir dir("wordpiece");
   const WordPieceTokenizer bert = fixture_tokenizer(dir);
   CHECK(bert.vocab_size() == kBertVocabSize);
-  CHECK(bert.encode("the bark of a palm tree is very rough") == Ids{1996, 11286, 1997, 1037, 5340, 3392, 2003, 2200, 5931});
+  CHECK(bert.encode("the bark of a palm tree is very rough") ==
+        Ids{1996, 11286, 1997, 1037, 5340, 3392, 2003, 2200, 5931});
   CHECK(bert.encode("time flies like an arrow") == Ids{2051, 10029, 2066, 2019, 8612});
   // Upper case and extra whitespace change nothing in an uncased model.
   CHECK(bert.encode("  Time FLIES\tlike an Arrow ") == Ids{2051, 10029, 2066, 2019, 8612});
@@ -216,7 +257,8 @@ TEST_CASE("WordPiece options: cased vocabularies and a shorter word limit") {
   const WordPieceTokenizer cased({"[UNK]", "Time", "time", "##s"}, WordPieceOptions{.lowercase = false});
   CHECK(cased.encode("Time times") == Ids{1, 2, 3});
   CHECK(cased.encode("TIME") == Ids{0});
-  const WordPieceTokenizer short_words({"[UNK]", "a", "##a"}, WordPieceOptions{.lowercase = true, .max_chars_per_word = 3});
+  const WordPieceTokenizer short_words({"[UNK]", "a", "##a"},
+                                       WordPieceOptions{.lowercase = true, .max_chars_per_word = 3});
   CHECK(short_words.encode("aaa aaaa") == Ids{1, 2, 2, 0});
   CHECK(short_words.cls_id() == std::nullopt);
   CHECK_THROWS_WITH_ALL(short_words.encode_with_specials("a"), "start token");

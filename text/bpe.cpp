@@ -202,7 +202,8 @@ std::vector<std::string> BpeTokenizer::pre_split(std::string_view text) {
   return pieces;
 }
 
-BpeTokenizer BpeTokenizer::train(const std::vector<std::string>& corpus, int64_t vocab_size, const BpeOptions& options) {
+BpeTokenizer BpeTokenizer::train(const std::vector<std::string>& corpus, int64_t vocab_size,
+                                 const BpeOptions& options) {
   EMBER_CHECK(vocab_size >= kBaseVocabSize,
               "BpeTokenizer::train: vocab_size {} is smaller than the {} base symbols (4 special tokens and 256 bytes)",
               vocab_size, kBaseVocabSize);
@@ -282,10 +283,12 @@ BpeTokenizer BpeTokenizer::load(const std::string& path) {
   // edited or written by something else, and its ids would not mean what a model learned.
   const std::vector<std::string> written = file.strings_at("tokens");
   if (static_cast<int64_t>(written.size()) != tokenizer.vocab_size()) {
-    file.fail_at("tokens", fmt::format("lists {} symbols, but the merges make {}", written.size(), tokenizer.vocab_size()));
+    file.fail_at("tokens",
+                 fmt::format("lists {} symbols, but the merges make {}", written.size(), tokenizer.vocab_size()));
   }
   for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
-    const std::string expected = id < kFirstByteId ? tokenizer.vocabulary_.token(id) : readable(tokenizer.vocabulary_.token(id));
+    const std::string expected =
+        id < kFirstByteId ? tokenizer.vocabulary_.token(id) : readable(tokenizer.vocabulary_.token(id));
     if (written[static_cast<size_t>(id)] != expected) {
       file.fail_at("tokens", fmt::format("element {} is '{}', but the merges make '{}'", id,
                                          written[static_cast<size_t>(id)], expected));

@@ -106,7 +106,7 @@ SpecialTokens JsonFileReader::special_tokens() const {
   if (!object.is_object()) fail_at("special_tokens", fmt::format("should be an object, not a {}", kind_of(object)));
   SpecialTokens specials = SpecialTokens::none();
   const std::pair<const char*, std::string*> fields[] = {
-      {"pad", &specials.pad}, {"unk", &specials.unk}, {"bos", &specials.bos}, {"eos", &specials.eos},
+      {"pad", &specials.pad}, {"unk", &specials.unk}, {"bos", &specials.bos},  {"eos", &specials.eos},
       {"cls", &specials.cls}, {"sep", &specials.sep}, {"mask", &specials.mask}};
   for (const auto& [name, field] : fields) {
     if (!object.contains(name)) continue;
@@ -125,7 +125,7 @@ ordered_json tokenizer_document(const std::string& type, const SpecialTokens& sp
   document["version"] = kTokenizerFileVersion;
   ordered_json names = ordered_json::object();
   const std::pair<const char*, const std::string*> fields[] = {
-      {"pad", &specials.pad}, {"unk", &specials.unk}, {"bos", &specials.bos}, {"eos", &specials.eos},
+      {"pad", &specials.pad}, {"unk", &specials.unk}, {"bos", &specials.bos},  {"eos", &specials.eos},
       {"cls", &specials.cls}, {"sep", &specials.sep}, {"mask", &specials.mask}};
   for (const auto& [name, field] : fields) {
     if (!field->empty()) names[name] = *field;

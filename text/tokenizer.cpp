@@ -21,8 +21,8 @@ std::vector<std::string> SpecialTokens::names() const {
 }
 
 SpecialTokens SpecialTokens::bert() {
-  return SpecialTokens{.pad = "[PAD]", .unk = "[UNK]", .bos = "", .eos = "", .cls = "[CLS]", .sep = "[SEP]",
-                       .mask = "[MASK]"};
+  return SpecialTokens{
+      .pad = "[PAD]", .unk = "[UNK]", .bos = "", .eos = "", .cls = "[CLS]", .sep = "[SEP]", .mask = "[MASK]"};
 }
 
 SpecialTokens SpecialTokens::none() {
@@ -70,21 +70,24 @@ bool Tokenizer::is_structural_id(int64_t id) const {
 
 void Tokenizer::check_ids(const std::vector<int64_t>& ids, const std::string& who) const {
   for (size_t i = 0; i < ids.size(); ++i) {
-    EMBER_CHECK(ids[i] >= 0 && ids[i] < vocab_size(), "{}: id {} (position {}) is outside the vocabulary [0, {})",
-                who, ids[i], i, vocab_size());
+    EMBER_CHECK(ids[i] >= 0 && ids[i] < vocab_size(), "{}: id {} (position {}) is outside the vocabulary [0, {})", who,
+                ids[i], i, vocab_size());
   }
 }
 
 std::vector<int64_t> Tokenizer::encode_with_specials(const std::string& text, std::optional<int64_t> max_length) const {
   const std::optional<int64_t> start = cls_id() ? cls_id() : bos_id();
   const std::optional<int64_t> end = sep_id() ? sep_id() : eos_id();
-  EMBER_CHECK(start && end, "{} tokenizer: encode_with_specials needs a start token (cls or bos) and an end token "
-              "(sep or eos), and this tokenizer lacks one", type());
+  EMBER_CHECK(start && end,
+              "{} tokenizer: encode_with_specials needs a start token (cls or bos) and an end token "
+              "(sep or eos), and this tokenizer lacks one",
+              type());
   EMBER_CHECK(!max_length || *max_length >= 2,
               "{} tokenizer: encode_with_specials: max_length {} leaves no room for the start and end tokens", type(),
               max_length.value_or(0));
   std::vector<int64_t> ids = encode(text);
-  if (max_length && static_cast<int64_t>(ids.size()) > *max_length - 2) ids.resize(static_cast<size_t>(*max_length - 2));
+  if (max_length && static_cast<int64_t>(ids.size()) > *max_length - 2)
+    ids.resize(static_cast<size_t>(*max_length - 2));
   ids.insert(ids.begin(), *start);
   ids.push_back(*end);
   return ids;

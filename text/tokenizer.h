@@ -21,13 +21,13 @@ namespace ember::text {
 // that kind. Special tokens are never produced from text: "[PAD]" in a sentence is split into
 // "[", "pad", "]" like any other punctuation and word, so user text cannot forge them.
 struct SpecialTokens {
-  std::string pad = "[PAD]";    // fills a batch up to its longest sequence
-  std::string unk = "[UNK]";    // stands for what the vocabulary cannot express
-  std::string bos = "[BOS]";    // begins a sequence (decoder inputs, language models)
-  std::string eos = "[EOS]";    // ends a sequence
-  std::string cls = "";         // BERT's first token, whose output a classifier reads
-  std::string sep = "";         // BERT's end-of-segment token
-  std::string mask = "";        // BERT's masked-language-model token
+  std::string pad = "[PAD]";  // fills a batch up to its longest sequence
+  std::string unk = "[UNK]";  // stands for what the vocabulary cannot express
+  std::string bos = "[BOS]";  // begins a sequence (decoder inputs, language models)
+  std::string eos = "[EOS]";  // ends a sequence
+  std::string cls = "";       // BERT's first token, whose output a classifier reads
+  std::string sep = "";       // BERT's end-of-segment token
+  std::string mask = "";      // BERT's masked-language-model token
 
   // The names that are set, in the order pad, unk, bos, eos, cls, sep, mask.
   std::vector<std::string> names() const;

@@ -41,8 +41,13 @@ WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> tokens, WordPiec
   // BERT's special tokens, each used when the vocabulary has it.
   const SpecialTokens bert = SpecialTokens::bert();
   const auto if_present = [&](const std::string& name) { return vocabulary_.contains(name) ? name : std::string(); };
-  specials_ = SpecialTokens{.pad = if_present(bert.pad), .unk = bert.unk, .bos = "", .eos = "",
-                            .cls = if_present(bert.cls), .sep = if_present(bert.sep), .mask = if_present(bert.mask)};
+  specials_ = SpecialTokens{.pad = if_present(bert.pad),
+                            .unk = bert.unk,
+                            .bos = "",
+                            .eos = "",
+                            .cls = if_present(bert.cls),
+                            .sep = if_present(bert.sep),
+                            .mask = if_present(bert.mask)};
   unk_id_ = vocabulary_.id("[UNK]");
 }
 
@@ -130,7 +135,8 @@ std::vector<std::string> WordPieceTokenizer::basic_tokenize(const std::string& t
 void WordPieceTokenizer::encode_word(const std::string& word, std::vector<int64_t>& ids) const {
   // Byte offset of each character, so that candidate pieces are substrings of the UTF-8 word.
   std::vector<size_t> offsets;
-  for (size_t offset = 0; offset < word.size(); offset += decode_utf8_at(word, offset).length) offsets.push_back(offset);
+  for (size_t offset = 0; offset < word.size(); offset += decode_utf8_at(word, offset).length)
+    offsets.push_back(offset);
   const size_t length = offsets.size();
   offsets.push_back(word.size());
   if (static_cast<int64_t>(length) > options_.max_chars_per_word) {

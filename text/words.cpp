@@ -56,12 +56,15 @@ bool joins(std::string_view word) { return is_one_of(word, {"-", "/", "\u2010", 
 
 // The part after the apostrophe of an English contraction.
 bool is_contraction_suffix(std::string word) {
-  std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(word.begin(), word.end(), word.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return is_one_of(word, {"s", "t", "re", "ve", "ll", "d", "m"});
 }
 
 // A one-letter word before an apostrophe is an elision: l'homme, d'accord, s'il.
-bool is_elided(const std::string& word) { return word.size() == 1 && std::isalpha(static_cast<unsigned char>(word[0])); }
+bool is_elided(const std::string& word) {
+  return word.size() == 1 && std::isalpha(static_cast<unsigned char>(word[0]));
+}
 
 }  // namespace
 
