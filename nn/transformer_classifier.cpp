@@ -27,7 +27,13 @@ TransformerClassifier::TransformerClassifier(const TransformerClassifierOptions&
   classifier = register_module("classifier", std::make_shared<Linear>(d_model, options.num_classes));
 }
 
-Tensor TransformerClassifier::features(const Tensor& ids, const Tensor& padding_mask) {
+Tensor TransformerClassifier::embed(const Tensor& ids) {
+  Tensor x = position_embedding->forward(token_embedding->forward(ids));
+  if (embedding_norm) x = embedding_norm->forward(x);
+  return dropout->forward(x);
+}
+
+void TransformerClassifier::check_inputs(const Tensor& ids, const Tensor& padding_mask) const {
   EMBER_CHECK(ids.defined() && ids.dim() == 2 && ids.dtype() == kInt64,
               "TransformerClassifier: expected int64 ids of shape [batch, length], got {} {}",
               ids.defined() ? dtype_name(ids.dtype()) : "undefined", ids.defined() ? shape_str(ids.sizes()) : "");
@@ -35,14 +41,21 @@ Tensor TransformerClassifier::features(const Tensor& ids, const Tensor& padding_
               "TransformerClassifier: padding_mask must be bool of the ids' shape {}, got {} {}",
               shape_str(ids.sizes()), padding_mask.defined() ? dtype_name(padding_mask.dtype()) : "",
               padding_mask.defined() ? shape_str(padding_mask.sizes()) : "");
-  Tensor x = position_embedding->forward(token_embedding->forward(ids));
-  if (embedding_norm) x = embedding_norm->forward(x);
-  x = encoder->forward(dropout->forward(x), {.key_padding_mask = padding_mask});
+}
+
+Tensor TransformerClassifier::features(const Tensor& ids, const Tensor& padding_mask) {
+  check_inputs(ids, padding_mask);
+  const Tensor x = encoder->forward(embed(ids), {.key_padding_mask = padding_mask});
   if (options_.pooling == Pooling::Cls) return x.select(1, 0);
   if (!padding_mask.defined()) return mean(x, {1});
   // Mean over the real tokens only: zero the padded states, divide by the count of real ones.
   const Tensor keep = logical_not(padding_mask).to(x.dtype()).unsqueeze(-1);  // [batch, S, 1]
   return div(sum(mul(x, keep), {1}), clamp(sum(keep, {1}), 1.0, std::nullopt));
+}
+
+std::vector<Tensor> TransformerClassifier::attention_weights(const Tensor& ids, const Tensor& padding_mask) {
+  check_inputs(ids, padding_mask);
+  return encoder->attention_weights(embed(ids), {.key_padding_mask = padding_mask});
 }
 
 Tensor TransformerClassifier::forward(const Tensor& ids, const Tensor& padding_mask) {

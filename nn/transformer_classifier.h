@@ -44,6 +44,9 @@ class TransformerClassifier : public Module {
   Tensor forward(const Tensor& ids, const Tensor& padding_mask = Tensor());
   // The pooled sequence vectors [batch, d_model] the head reads.
   Tensor features(const Tensor& ids, const Tensor& padding_mask = Tensor());
+  // Every encoder layer's attention weights for these ids, [batch, num_heads, S, S] each, in
+  // layer order: what an attention heatmap draws.
+  std::vector<Tensor> attention_weights(const Tensor& ids, const Tensor& padding_mask = Tensor());
 
   const TransformerClassifierOptions& options() const { return options_; }
 
@@ -55,6 +58,9 @@ class TransformerClassifier : public Module {
   std::shared_ptr<Linear> classifier;
 
  private:
+  // Token + position embeddings, their LayerNorm, dropout: the encoder's input.
+  Tensor embed(const Tensor& ids);
+  void check_inputs(const Tensor& ids, const Tensor& padding_mask) const;
   TransformerClassifierOptions options_;
 };
 

@@ -67,6 +67,18 @@ Tensor TransformerEncoderLayer::forward(const Tensor& x, const EncoderMasks& mas
   return norm2->forward(add(h, feed_forward->forward(h)));
 }
 
+Tensor TransformerEncoderLayer::attention_weights(const Tensor& x, const EncoderMasks& masks) {
+  check_input(x, options_.d_model, "TransformerEncoderLayer", "input");
+  MultiHeadAttentionOptions attention;
+  attention.key_padding_mask = masks.key_padding_mask;
+  attention.attn_mask = masks.attn_mask;
+  attention.is_causal = masks.is_causal;
+  attention.need_weights = true;
+  // The attention sees what forward() gives it: the normalised input in a pre-LN layer.
+  const Tensor h = options_.norm_first ? norm1->forward(x) : x;
+  return self_attn->forward(h, h, h, attention).weights;
+}
+
 TransformerDecoderLayer::TransformerDecoderLayer(const TransformerLayerOptions& options)
     : Module("TransformerDecoderLayer"), options_(options) {
   check_options(options, "TransformerDecoderLayer");
@@ -135,6 +147,17 @@ Tensor TransformerEncoder::forward(const Tensor& x, const EncoderMasks& masks) {
   Tensor h = x;
   for (size_t i = 0; i < layers->size(); ++i) h = layers->at<TransformerEncoderLayer>(i)->forward(h, masks);
   return norm ? norm->forward(h) : h;
+}
+
+std::vector<Tensor> TransformerEncoder::attention_weights(const Tensor& x, const EncoderMasks& masks) {
+  std::vector<Tensor> weights;
+  Tensor h = x;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto& layer = *layers->at<TransformerEncoderLayer>(i);
+    weights.push_back(layer.attention_weights(h, masks));
+    h = layer.forward(h, masks);
+  }
+  return weights;
 }
 
 TransformerDecoder::TransformerDecoder(const TransformerLayerOptions& options, int64_t num_layers, bool final_norm)

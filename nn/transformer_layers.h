@@ -76,6 +76,10 @@ class TransformerEncoderLayer : public Module {
   explicit TransformerEncoderLayer(const TransformerLayerOptions& options);
   // x [batch, S, d_model] -> [batch, S, d_model]
   Tensor forward(const Tensor& x, const EncoderMasks& masks = {});
+  // The attention weights [batch, num_heads, S, S] this layer's self-attention gives input x
+  // (row i: how much query token i takes from each key token; each row sums to 1). For
+  // looking inside a model: heatmaps, probing.
+  Tensor attention_weights(const Tensor& x, const EncoderMasks& masks = {});
   const TransformerLayerOptions& options() const { return options_; }
 
   std::shared_ptr<MultiHeadAttention> self_attn;
@@ -123,6 +127,9 @@ class TransformerEncoder : public Module {
  public:
   TransformerEncoder(const TransformerLayerOptions& options, int64_t num_layers, bool final_norm);
   Tensor forward(const Tensor& x, const EncoderMasks& masks = {});
+  // Runs x through the stack and returns every layer's attention weights, [batch, num_heads,
+  // S, S] each, in layer order.
+  std::vector<Tensor> attention_weights(const Tensor& x, const EncoderMasks& masks = {});
   std::shared_ptr<ModuleList> layers;
   std::shared_ptr<LayerNorm> norm;  // null without final_norm
 };

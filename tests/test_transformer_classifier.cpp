@@ -57,6 +57,34 @@ TEST_CASE("mean pooling ignores padding: padded ids and their count do not chang
   check_close(model.forward(padded_ids, padding), model.forward(short_ids), 1e-5, 1e-5);
 }
 
+TEST_CASE("attention_weights gives each layer's maps: rows sum to 1, padding keys get none") {
+  manual_seed(5);
+  nn::TransformerClassifier model(tiny(nn::Pooling::Mean));
+  model.eval();
+  const Tensor ids = tensor({3, 4, 5, 9, 2}, {1, 5}, kInt64);
+  const Tensor padding = tensor({false, false, false, true, true}, {1, 5});
+  const std::vector<Tensor> maps = model.attention_weights(ids, padding);
+  REQUIRE(maps.size() == 2);
+  for (const Tensor& weights : maps) {
+    CHECK(weights.sizes() == Shape{1, 2, 5, 5});
+    check_close(sum(weights, {-1}), ones({1, 2, 5}), 1e-5, 1e-5);
+    CHECK(max_abs(weights.narrow(3, 3, 2)) == 0.0);
+  }
+  // Layer 0's maps are those its own self-attention computes from the embedded input, and the
+  // second layer's come from the first layer's output: compare with a run by hand.
+  auto& layer0 = *model.encoder->layers->at<nn::TransformerEncoderLayer>(0);
+  auto& layer1 = *model.encoder->layers->at<nn::TransformerEncoderLayer>(1);
+  Tensor x = model.position_embedding->forward(model.token_embedding->forward(ids));
+  x = model.embedding_norm->forward(x);
+  const nn::EncoderMasks masks{.key_padding_mask = padding};
+  const Tensor h0 = layer0.norm1->forward(x);
+  check_close(maps[0], layer0.self_attn->forward(h0, h0, h0, {.key_padding_mask = padding, .need_weights = true}).weights,
+              1e-6, 1e-6);
+  check_close(maps[1], layer1.attention_weights(layer0.forward(x, masks), masks), 1e-6, 1e-6);
+  CHECK_THROWS_WITH_ALL(model.attention_weights(ids, tensor({false, true}, {1, 2})),
+                        "TransformerClassifier", "padding_mask", "[1, 5]");
+}
+
 TEST_CASE("a tiny classifier's gradients reach every parameter") {
   nn::TransformerClassifier model(tiny(nn::Pooling::Mean));
   const Tensor ids = tensor({1, 2, 3, 4}, {1, 4}, kInt64);
