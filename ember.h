@@ -36,3 +36,6 @@
 #include "core/random.h"
 #include "core/tensor.h"
 #include "nn/nn.h"
+#include "text/text.h"          // tokenizers
+#include "datasets/datasets.h"  // the example data sets' readers, batching
+#include "train/train.h"        // progress bar, metrics, plots, checkpoints, BLEU
