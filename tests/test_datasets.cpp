@@ -7,6 +7,7 @@
 
 #include "datasets/datasets.h"
 #include "helpers.h"
+#include "scratch_files.h"
 
 using namespace ember;
 using namespace ember::testing;
@@ -14,34 +15,6 @@ using namespace ember::datasets;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh data directory per test case, removed with everything in it at the end.
-class ScratchDir {
- public:
-  ScratchDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("ember_test_datasets_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string path() const { return path_.string(); }
-  // Writes `content` byte for byte to `name` (a path under the directory) and returns its path.
-  std::string write(const std::string& name, const std::string& content) const {
-    const fs::path file = path_ / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream out(file, std::ios::binary);
-    out << content;
-    return file.string();
-  }
-
- private:
-  fs::path path_;
-};
 
 std::vector<std::string> texts(const std::vector<LabelledText>& sentences) {
   std::vector<std::string> out;
@@ -72,7 +45,7 @@ std::vector<std::string> germans(const std::vector<GermanEnglishPair>& pairs) {
 // --- data files ---------------------------------------------------------------------------------
 
 TEST_CASE("data_path returns the file's path, or names the fetch command when it is missing") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   dir.write("bert/vocab.json", "[]");
   CHECK(data_path(dir.path(), "bert-vocab", "bert/vocab.json") == (fs::path(dir.path()) / "bert/vocab.json").string());
   CHECK_THROWS_WITH_ALL(data_path(dir.path(), "cmudict", "cmudict/dict.txt"), "data_path: ",
@@ -95,7 +68,7 @@ TEST_CASE("check_utf8 accepts valid text and names the line and byte of invalid 
 // --- sentiment ----------------------------------------------------------------------------------
 
 TEST_CASE("sentiment: the empty and malformed records are dropped and counted; every 5th sentence is test") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   // imdb: 4 good records among 7 malformed ones, then the empty record.
   dir.write("sentiment/imdb.json", R"([
     {"text": "i0 A very slow movie.  ", "class": 0},
@@ -138,7 +111,7 @@ TEST_CASE("sentiment: the empty and malformed records are dropped and counted; e
 }
 
 TEST_CASE("sentiment: a missing file names the path and the fetch command") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   dir.write("sentiment/imdb.json", R"([{"text": "fine", "class": 1}])");
   CHECK_THROWS_WITH_ALL(load_sentiment(dir.path()), "read_sentiment: ", "sentiment/amazon.json not found",
                         "run: bash scripts/fetch_data.sh sentiment");
@@ -147,7 +120,7 @@ TEST_CASE("sentiment: a missing file names the path and the fetch command") {
 }
 
 TEST_CASE("sentiment: corrupt JSON names the path and line; a non-array or record-less file is refused") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   const std::string broken =
       dir.write("broken.json", "[\n  {\"text\": \"a\", \"class\": 1},\n  {\"text\": \"b\" \"class\": 0}\n]");
   CHECK_THROWS_WITH_ALL(read_sentiment({broken}), "read_sentiment", "broken.json: line 3: not valid JSON: syntax error",
@@ -165,7 +138,7 @@ TEST_CASE("sentiment: corrupt JSON names the path and line; a non-array or recor
 // --- CMUdict ------------------------------------------------------------------------------------
 
 TEST_CASE("cmudict: variants, filtered words and malformed lines are dropped and counted apart") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   const std::string path = dir.write("cmudict/dict.txt",
                                      ";;; a comment line\n"
                                      "A  AH0\n"
@@ -198,7 +171,7 @@ TEST_CASE("cmudict: variants, filtered words and malformed lines are dropped and
 }
 
 TEST_CASE("cmudict: in file order, kept word i is test when i % 20 == 0") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   std::string content;
   for (int i = 0; i < 45; ++i) {
     const std::string word = std::string("W") + static_cast<char>('A' + i / 26) + static_cast<char>('A' + i % 26);
@@ -214,7 +187,7 @@ TEST_CASE("cmudict: in file order, kept word i is test when i % 20 == 0") {
 }
 
 TEST_CASE("cmudict: a missing file names the fetch command; a file with no entry is refused") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   CHECK_THROWS_WITH_ALL(load_cmudict(dir.path()), "read_cmudict: ", "cmudict/dict.txt not found",
                         "run: bash scripts/fetch_data.sh cmudict");
   const std::string path = dir.write("dict.txt", ";;; only a comment\nlower  case\n");
@@ -224,7 +197,7 @@ TEST_CASE("cmudict: a missing file names the fetch command; a file with no entry
 // --- DE-EN --------------------------------------------------------------------------------------
 
 TEST_CASE("de-en: sub-entries, first variants, annotations, sentence test, dedup and byte order") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   const std::string path = dir.write(
       "de-en/de-en.txt",
       "# Version :: devel 2023-01-30\n"
@@ -296,7 +269,7 @@ TEST_CASE("de-en: sub-entries, first variants, annotations, sentence test, dedup
 }
 
 TEST_CASE("de-en: in sorted order, pair i is test when i % 20 == 0") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   std::string content;
   // Written in reverse so the reader's sort decides the order.
   for (int i = 44; i >= 0; --i) {
@@ -313,7 +286,7 @@ TEST_CASE("de-en: in sorted order, pair i is test when i % 20 == 0") {
 }
 
 TEST_CASE("de-en: missing file, invalid UTF-8 and a file without sentences are refused") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   CHECK_THROWS_WITH_ALL(load_de_en(dir.path()), "read_de_en: ", "de-en/de-en.txt not found",
                         "run: bash scripts/fetch_data.sh de-en");
   const std::string latin1 =
@@ -326,7 +299,7 @@ TEST_CASE("de-en: missing file, invalid UTF-8 and a file without sentences are r
 // --- Moby Dick ----------------------------------------------------------------------------------
 
 TEST_CASE("moby dick: the last 10% of the code points are validation, cut between characters") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   // 21 code points in 24 bytes; the last 2 ("…é") take 5 bytes.
   const std::string text = "Call me Ishmael.\nAh…é";
   const std::string path = dir.write("moby-dick/moby-dick.txt", text);
@@ -345,7 +318,7 @@ TEST_CASE("moby dick: the last 10% of the code points are validation, cut betwee
 }
 
 TEST_CASE("moby dick: missing, empty and invalid UTF-8 files are refused") {
-  ScratchDir dir;
+  ScratchDir dir("datasets");
   CHECK_THROWS_WITH_ALL(load_moby_dick(dir.path()), "read_moby_dick: ", "moby-dick/moby-dick.txt not found",
                         "run: bash scripts/fetch_data.sh moby-dick");
   CHECK_THROWS_WITH_ALL(read_moby_dick(dir.write("empty.txt", "")), "read_moby_dick", "empty.txt is empty");

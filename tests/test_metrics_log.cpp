@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "helpers.h"
+#include "scratch_files.h"
 #include "train/metrics_log.h"
 
 using namespace ember;
@@ -14,78 +15,59 @@ using namespace ember::testing;
 
 namespace {
 
-// A fresh directory for one test, removed with everything in it afterwards.
-struct ScratchDirectory {
-  std::filesystem::path path;
-  explicit ScratchDirectory(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("ember_test_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~ScratchDirectory() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 }  // namespace
 
 TEST_CASE("a metrics log writes step first, then its columns, leaving unmeasured cells empty") {
-  ScratchDirectory scratch("metrics_columns");
+  ScratchDir scratch("metrics_columns");
   const std::string path = scratch.file("run/metrics.csv");  // the directory is created
   train::MetricsLog log(path, {"train_loss", "val_loss", "lr"});
   CHECK(log.columns() == std::vector<std::string>{"step", "train_loss", "val_loss", "lr"});
   log.write(100, {{"train_loss", 2.5}, {"lr", 0.0003}});
   // Each row is on disk as soon as it is written, while the log is still open.
-  CHECK(read_text(path) == "step,train_loss,val_loss,lr\n100,2.5,,0.0003\n");
+  CHECK(read_text_file(path) == "step,train_loss,val_loss,lr\n100,2.5,,0.0003\n");
   log.write(200, {{"val_loss", 2.125}, {"train_loss", 2.25}});
-  CHECK(read_text(path) == "step,train_loss,val_loss,lr\n100,2.5,,0.0003\n200,2.25,2.125,\n");
+  CHECK(read_text_file(path) == "step,train_loss,val_loss,lr\n100,2.5,,0.0003\n200,2.25,2.125,\n");
 }
 
 TEST_CASE("a resumed log keeps the rows up to the resumed step and drops the later ones") {
-  ScratchDirectory scratch("metrics_resume");
+  ScratchDir scratch("metrics_resume");
   const std::string path = scratch.file("metrics.csv");
   {
     train::MetricsLog log(path, {"loss"});
     for (int64_t step = 1; step <= 5; ++step) log.write(step, {{"loss", 10.0 - static_cast<double>(step)}});
   }
   train::MetricsLog resumed(path, {"loss"}, 3);
-  CHECK(read_text(path) == "step,loss\n1,9\n2,8\n3,7\n");
+  CHECK(read_text_file(path) == "step,loss\n1,9\n2,8\n3,7\n");
   resumed.write(4, {{"loss", 6.5}});
-  CHECK(read_text(path) == "step,loss\n1,9\n2,8\n3,7\n4,6.5\n");
+  CHECK(read_text_file(path) == "step,loss\n1,9\n2,8\n3,7\n4,6.5\n");
 }
 
 TEST_CASE("a fresh log replaces an old file; a resumed one without a file starts one") {
-  ScratchDirectory scratch("metrics_fresh");
+  ScratchDir scratch("metrics_fresh");
   const std::string path = scratch.file("metrics.csv");
-  write_text(path, "step,loss\n1,9\n");
+  write_text_file(path, "step,loss\n1,9\n");
   { train::MetricsLog log(path, {"loss"}); }
-  CHECK(read_text(path) == "step,loss\n");
+  CHECK(read_text_file(path) == "step,loss\n");
 
   const std::string other = scratch.file("other.csv");
   train::MetricsLog resumed(other, {"loss"}, 40);
   resumed.write(41, {{"loss", 1}});
-  CHECK(read_text(other) == "step,loss\n41,1\n");
+  CHECK(read_text_file(other) == "step,loss\n41,1\n");
 }
 
 TEST_CASE("resuming a log whose columns differ is refused, naming the file and both headers") {
-  ScratchDirectory scratch("metrics_other_columns");
+  ScratchDir scratch("metrics_other_columns");
   const std::string path = scratch.file("metrics.csv");
-  write_text(path, "step,loss,accuracy\n1,9,0.5\n");
+  write_text_file(path, "step,loss,accuracy\n1,9,0.5\n");
   CHECK_THROWS_WITH_ALL(train::MetricsLog(path, {"loss"}, 1), "MetricsLog", path.c_str(), "step,loss,accuracy",
                         "'step,loss'");
-  CHECK(read_text(path) == "step,loss,accuracy\n1,9,0.5\n");  // left as it was
+  CHECK(read_text_file(path) == "step,loss,accuracy\n1,9,0.5\n");  // left as it was
 }
 
 TEST_CASE("unknown, repeated or malformed column names are refused") {
-  ScratchDirectory scratch("metrics_names");
+  ScratchDir scratch("metrics_names");
   const std::string path = scratch.file("metrics.csv");
   train::MetricsLog log(path, {"loss"});
   CHECK_THROWS_WITH_ALL(log.write(1, {{"accuracy", 0.5}}), "'accuracy' is not a column", "step, loss");
@@ -95,7 +77,7 @@ TEST_CASE("unknown, repeated or malformed column names are refused") {
 }
 
 TEST_CASE("a metrics CSV reads back as columns, rows and series without the empty cells") {
-  ScratchDirectory scratch("metrics_read");
+  ScratchDir scratch("metrics_read");
   const std::string path = scratch.file("metrics.csv");
   {
     train::MetricsLog log(path, {"train_loss", "val_loss"});
@@ -114,11 +96,11 @@ TEST_CASE("a metrics CSV reads back as columns, rows and series without the empt
 }
 
 TEST_CASE("a malformed metrics CSV is refused, naming the file, the line and the cell") {
-  ScratchDirectory scratch("metrics_bad");
+  ScratchDir scratch("metrics_bad");
   const std::string path = scratch.file("metrics.csv");
-  write_text(path, "step,loss\n1,2.5\n2,two\n");
+  write_text_file(path, "step,loss\n1,2.5\n2,two\n");
   CHECK_THROWS_WITH_ALL(train::read_metrics_csv(path), path.c_str(), "line 3", "'loss'", "'two'");
-  write_text(path, "step,loss\n1,2.5,7\n");
+  write_text_file(path, "step,loss\n1,2.5,7\n");
   CHECK_THROWS_WITH_ALL(train::read_metrics_csv(path), path.c_str(), "line 2 has 3 cells");
   CHECK_THROWS_WITH_ALL(train::read_metrics_csv(scratch.file("missing.csv")), "no file", "missing.csv");
 }

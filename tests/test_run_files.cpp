@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "helpers.h"
+#include "scratch_files.h"
 #include "train/run_files.h"
 
 using namespace ember;
@@ -14,23 +15,6 @@ using namespace ember::testing;
 
 namespace {
 
-struct ScratchDirectory {
-  std::filesystem::path path;
-  explicit ScratchDirectory(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("ember_test_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~ScratchDirectory() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 std::vector<std::string> names_in(const std::filesystem::path& directory) {
   std::vector<std::string> names;
@@ -54,36 +38,36 @@ struct TinyRun {
 }  // namespace
 
 TEST_CASE("write_file_atomically writes, replaces, creates the directory and leaves no temporary file") {
-  ScratchDirectory scratch("atomic_write");
+  ScratchDir scratch("atomic_write");
   const std::string path = scratch.file("out/run/notes.txt");
   train::write_file_atomically(path, "first");
-  CHECK(read_text(path) == "first");
+  CHECK(read_text_file(path) == "first");
   train::write_file_atomically(path, std::string("second\0binary", 13));
-  CHECK(read_text(path) == std::string("second\0binary", 13));
-  CHECK(names_in(scratch.path / "out/run") == std::vector<std::string>{"notes.txt"});
+  CHECK(read_text_file(path) == std::string("second\0binary", 13));
+  CHECK(names_in(scratch.dir() / "out/run") == std::vector<std::string>{"notes.txt"});
 }
 
 TEST_CASE("a failed atomic write throws naming the path and leaves no temporary file") {
-  ScratchDirectory scratch("atomic_fail");
-  std::filesystem::create_directories(scratch.path / "taken");
+  ScratchDir scratch("atomic_fail");
+  std::filesystem::create_directories(scratch.dir() / "taken");
   // A directory where the file should go: the rename fails after the temporary was written.
   CHECK_THROWS_WITH_ALL(train::write_file_atomically(scratch.file("taken"), "x"), "write_file_atomically",
                         "taken");
-  CHECK(names_in(scratch.path) == std::vector<std::string>{"taken"});
-  CHECK(names_in(scratch.path / "taken").empty());
+  CHECK(names_in(scratch.dir()) == std::vector<std::string>{"taken"});
+  CHECK(names_in(scratch.dir() / "taken").empty());
 }
 
 TEST_CASE("create_directory makes nested directories and refuses a file in the way") {
-  ScratchDirectory scratch("create_directory");
+  ScratchDir scratch("create_directory");
   train::create_directory(scratch.file("a/b/c"));
-  CHECK(std::filesystem::is_directory(scratch.path / "a/b/c"));
+  CHECK(std::filesystem::is_directory(scratch.dir() / "a/b/c"));
   train::create_directory(scratch.file("a/b/c"));  // already there: fine
   train::write_file_atomically(scratch.file("file"), "x");
   CHECK_THROWS_WITH_ALL(train::create_directory(scratch.file("file")), "create_directory", "file");
 }
 
 TEST_CASE("resume_from says there is nothing to resume, or restores the saved run and its step") {
-  ScratchDirectory scratch("resume_from");
+  ScratchDir scratch("resume_from");
   const std::string path = scratch.file("checkpoint.safetensors");
   manual_seed(3);
   TinyRun saved;
@@ -97,7 +81,7 @@ TEST_CASE("resume_from says there is nothing to resume, or restores the saved ru
   saved.step();
   CHECK(saver.maybe_save(2));
   CHECK(saver.last_saved_step() == 2);
-  CHECK(names_in(scratch.path) == std::vector<std::string>{"checkpoint.safetensors"});
+  CHECK(names_in(scratch.dir()) == std::vector<std::string>{"checkpoint.safetensors"});
 
   manual_seed(4);
   TinyRun resumed;
@@ -111,7 +95,7 @@ TEST_CASE("resume_from says there is nothing to resume, or restores the saved ru
 }
 
 TEST_CASE("resume_from refuses a file that is not a checkpoint, naming it") {
-  ScratchDirectory scratch("resume_corrupt");
+  ScratchDir scratch("resume_corrupt");
   const std::string path = scratch.file("checkpoint.safetensors");
   train::write_file_atomically(path, "not a checkpoint");
   TinyRun run;

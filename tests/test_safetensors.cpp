@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "helpers.h"
+#include "scratch_files.h"
 #include "nn/module.h"
 #include "nn/safetensors.h"
 
@@ -16,32 +17,6 @@ using namespace ember::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory per test case, removed with everything in it at the end.
-class ScratchDir {
- public:
-  ScratchDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() / ("ember_test_safetensors_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(path_)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  fs::path path_;
-};
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -123,7 +98,7 @@ nn::StateDict sample_state() {
 }  // namespace
 
 TEST_CASE("round trip of every dtype, 0-d, empty and non-contiguous tensors") {
-  ScratchDir dir;
+  ScratchDir dir("safetensors");
   manual_seed(1);
   Tensor parameter = randn({4, 3});
   parameter.requires_grad_(true);
@@ -160,7 +135,7 @@ TEST_CASE("round trip of every dtype, 0-d, empty and non-contiguous tensors") {
 }
 
 TEST_CASE("an empty state dict round trips") {
-  ScratchDir dir;
+  ScratchDir dir("safetensors");
   const std::string path = dir.file("empty.safetensors");
   nn::save_safetensors(path, {});
   CHECK(read_bytes(path) == le64(8) + "{}      ");
@@ -168,7 +143,7 @@ TEST_CASE("an empty state dict round trips") {
 }
 
 TEST_CASE("metadata round trips, and is cleared when a file has none") {
-  ScratchDir dir;
+  ScratchDir dir("safetensors");
   const std::map<std::string, std::string> metadata = {
       {"format", "pt"}, {"note", "quotes \" and \\ backslashes, ünïcödé, new\nline"}, {"", "empty key"}};
   const std::string path = dir.file("meta.safetensors");
@@ -186,7 +161,7 @@ TEST_CASE("metadata round trips, and is cleared when a file has none") {
 }
 
 TEST_CASE("a file assembled by hand from the format loads, and ember writes exactly those bytes") {
-  ScratchDir dir;
+  ScratchDir dir("safetensors");
   // {"a": F32 [2] = 1, 2}: 54 bytes of JSON padded with two spaces to 56.
   const std::string header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}  )";
   REQUIRE(header.size() == 56);
@@ -205,7 +180,7 @@ TEST_CASE("a file assembled by hand from the format loads, and ember writes exac
 }
 
 TEST_CASE("files from other writers: unpadded header, any key order, data not in name order") {
-  ScratchDir dir;
+  ScratchDir dir("safetensors");
   // The reference writer orders data by alignment, so names and offsets need not agree.
   const std::string header =
       R"({"z":{"shape":[2],"data_offsets":[0,16],"dtype":"I64"},)"
@@ -225,7 +200,7 @@ TEST_CASE("files from other writers: unpadded header, any key order, data not in
 }
 
 TEST_CASE("a saved module reloads into a fresh one with identical outputs") {
-  ScratchDir dir;
+  ScratchDir dir("safetensors");
   manual_seed(3);
   TinyAffine trained;
   const std::string path = dir.file("module.safetensors");
@@ -255,7 +230,7 @@ TEST_CASE("a saved module reloads into a fresh one with identical outputs") {
 }
 
 TEST_CASE("writes are atomic: no temporary files stay, an existing file is replaced whole") {
-  ScratchDir dir;
+  ScratchDir dir("safetensors");
   const std::string path = dir.file("model.safetensors");
   nn::save_safetensors(path, {{"big", zeros({1000})}, {"other", ones({10}, kInt64)}});
   const auto big_size = fs::file_size(path);
@@ -282,7 +257,7 @@ TEST_CASE("writes are atomic: no temporary files stay, an existing file is repla
 }
 
 TEST_CASE("save errors name the path and the problem") {
-  ScratchDir dir;
+  ScratchDir dir("safetensors");
   const std::string missing_dir = dir.file("no/such/dir/model.safetensors");
   CHECK_THROWS_WITH_ALL(nn::save_safetensors(missing_dir, {{"a", ones({1})}}), "save_safetensors",
                         "cannot create the temporary file", missing_dir.c_str(), "No such file or directory");
@@ -295,7 +270,7 @@ TEST_CASE("save errors name the path and the problem") {
 }
 
 TEST_CASE("load rejects malformed files with a message naming the file, the problem and the tensor") {
-  ScratchDir dir;
+  ScratchDir dir("safetensors");
   const std::string path = dir.file("bad.safetensors");
   const auto expect_error = [&](const std::string& bytes, std::initializer_list<const char*> fragments) {
     write_bytes(path, bytes);
@@ -419,7 +394,7 @@ TEST_CASE("load rejects malformed files with a message naming the file, the prob
 }
 
 TEST_CASE("flipped and truncated bytes at every position load or throw ember::Error, never crash") {
-  ScratchDir dir;
+  ScratchDir dir("safetensors");
   const std::string valid = dir.file("valid.safetensors");
   const nn::StateDict state = sample_state();
   nn::save_safetensors(valid, state, {{"format", "pt"}});

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "helpers.h"
+#include "scratch_files.h"
 #include "train/metrics_log.h"
 #include "train/svg_plot.h"
 
@@ -14,23 +15,6 @@ using namespace ember::testing;
 
 namespace {
 
-struct ScratchDirectory {
-  std::filesystem::path path;
-  explicit ScratchDirectory(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("ember_test_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~ScratchDirectory() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 size_t count_of(const std::string& text, const std::string& piece) {
   size_t count = 0;
@@ -117,13 +101,13 @@ TEST_CASE("a heatmap of the wrong shape or label count is refused") {
 }
 
 TEST_CASE("write_heatmap_svg writes the file atomically, leaving no temporary file") {
-  ScratchDirectory scratch("svg_heatmap");
+  ScratchDir scratch("svg_heatmap");
   const std::string path = scratch.file("plots/attention.svg");
   const Tensor identity = tensor({1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 1.0f}, {3, 3});
   train::write_heatmap_svg(path, identity, {"a", "b", "c"}, {"a", "b", "c"}, "identity");
-  check_well_formed(read_text(path));
+  check_well_formed(read_text_file(path));
   size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(scratch.path / "plots")) {
+  for (const auto& entry : std::filesystem::directory_iterator(scratch.dir() / "plots")) {
     CHECK(entry.path().filename() == "attention.svg");
     ++files;
   }
@@ -131,7 +115,7 @@ TEST_CASE("write_heatmap_svg writes the file atomically, leaving no temporary fi
 }
 
 TEST_CASE("a metrics CSV plots losses in one panel and every other metric in its own") {
-  ScratchDirectory scratch("svg_curves");
+  ScratchDir scratch("svg_curves");
   const std::string csv = scratch.file("metrics.csv");
   {
     train::MetricsLog log(csv, {"train_loss", "val_loss", "accuracy", "lr", "elapsed_s", "never"});
@@ -159,7 +143,7 @@ TEST_CASE("a metrics CSV plots losses in one panel and every other metric in its
 
   const std::string svg_path = train::plot_metrics_csv(csv, "tiny & run");
   CHECK(svg_path == scratch.file("metrics.svg"));
-  const std::string svg = read_text(svg_path);
+  const std::string svg = read_text_file(svg_path);
   check_well_formed(svg);
   CHECK(count_of(svg, "class=\"panel\"") == 3);
   CHECK(count_of(svg, "class=\"curve\"") == 4);

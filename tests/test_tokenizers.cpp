@@ -10,7 +10,7 @@
 #include "text/tokenizer.h"
 #include "text/vocabulary.h"
 #include "text/word_tokenizer.h"
-#include "text_test_support.h"
+#include "scratch_files.h"
 
 using namespace ember;
 using namespace ember::text;

@@ -7,23 +7,13 @@
 #include <sstream>
 
 #include "helpers.h"
+#include "scratch_files.h"
 #include "train/train.h"
 
 using namespace ember;
 using namespace ember::testing;
 
 namespace {
-
-struct ScratchDirectory {
-  std::filesystem::path path;
-  explicit ScratchDirectory(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("ember_test_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~ScratchDirectory() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 constexpr int64_t kTotalSteps = 8, kEvalEvery = 2;
 
@@ -44,7 +34,7 @@ struct Run {
   }
 
   // Trains until `stop_after` (a run killed there), from a checkpoint when `resume` asks.
-  void train(const ScratchDirectory& out, std::ostream& console, int64_t stop_after, bool resume) {
+  void train(const ScratchDir& out, std::ostream& console, int64_t stop_after, bool resume) {
     train::CheckpointSaver saver(out.file("checkpoint.safetensors"), kEvalEvery, model, optimizer, nullptr);
     std::optional<int64_t> resumed;
     if (resume) resumed = train::resume_from(saver.path(), model, optimizer, nullptr);
@@ -75,7 +65,7 @@ struct Run {
 }  // namespace
 
 TEST_CASE("a run stopped after a checkpoint and resumed ends as an uninterrupted one, its metrics whole") {
-  ScratchDirectory uninterrupted_out("loop_uninterrupted"), interrupted_out("loop_interrupted");
+  ScratchDir uninterrupted_out("loop_uninterrupted"), interrupted_out("loop_interrupted");
   std::ostringstream console;
 
   manual_seed(11);

@@ -9,7 +9,7 @@
 #include "helpers.h"
 #include "text/tokenizer.h"
 #include "text/wordpiece.h"
-#include "text_test_support.h"
+#include "scratch_files.h"
 
 using namespace ember;
 using namespace ember::text;

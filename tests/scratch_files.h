@@ -1,20 +1,24 @@
-// Shared by the text/ suites: a scratch directory per test case and whole-file reads and writes.
+// Scratch files for the suites that read and write files: a directory per test case, removed
+// afterwards, and whole-file reads and writes.
 #pragma once
 
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 namespace ember::testing {
 
-// A fresh directory, removed with everything in it when the test case ends.
+// A fresh directory, removed with everything in it when the test case ends. `suite` names it,
+// which helps when a failing test leaves something behind.
 class ScratchDir {
  public:
-  explicit ScratchDir(const std::string& suite) {
+  explicit ScratchDir(const std::string& suite = "scratch") {
     static int counter = 0;
     path_ = std::filesystem::temp_directory_path() /
             ("ember_test_" + suite + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
@@ -27,7 +31,26 @@ class ScratchDir {
   }
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::filesystem::path& dir() const { return path_; }
+  std::string path() const { return path_.string(); }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
+  // Writes `content` byte for byte to `name` (a path under the directory, parents created) and
+  // returns the file's path.
+  std::string write(const std::string& name, const std::string& content) const {
+    const std::filesystem::path file = path_ / name;
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream out(file, std::ios::binary);
+    out << content;
+    return file.string();
+  }
+  // The names directly inside the directory, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(path_)) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
 
  private:
   std::filesystem::path path_;
