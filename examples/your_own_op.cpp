@@ -1,7 +1,7 @@
 // Worked example 5, "Your own op": softplus added to ember through the extension API, its
 // gradient checked with gradcheck, and the op put to work as the activation of a small network.
 //
-//   ./build/examples/your_own_op [--steps N] [--seed S]
+//   ./build/examples/your_own_op [--steps N] [--seed S] [--threads N] [--device cpu|cuda]
 //
 // Read it top to bottom: each numbered step prints what it shows.
 #include <cmath>
@@ -123,9 +123,16 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   app.add_option("--steps", steps, "training steps")->check(CLI::Range(1, 1000000));
   app.add_option("--seed", seed, "random seed");
+  std::string device_name = "cpu";
+  int threads = 0;
+  app.add_option("--device", device_name, "where the network trains: cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--threads", threads, "CPU threads (0: OMP_NUM_THREADS, else one per core)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
+    // The op is written with tensor ops, so it runs wherever its input lives.
+    const Device device = train::parse_device(device_name);
+    train::set_threads(threads);
     manual_seed(seed);
 
     fmt::print("1. softplus as an ember op\n");
@@ -173,8 +180,10 @@ int main(int argc, char** argv) {
     }
 
     fmt::print("\n4. softplus inside a network that learns\n");
-    const Points train = circle_points(512);
-    const Points test = circle_points(512);
+    Points train = circle_points(512);
+    Points test = circle_points(512);
+    train = {train.xy.to(device), train.labels.to(device)};
+    test = {test.xy.to(device), test.labels.to(device)};
     auto model = std::make_shared<nn::Sequential>(
         std::make_shared<nn::Linear>(2, 32), std::make_shared<Softplus>(), std::make_shared<nn::Linear>(32, 32),
         std::make_shared<Softplus>(), std::make_shared<nn::Linear>(32, 2));
@@ -182,6 +191,7 @@ int main(int argc, char** argv) {
                train.xy.size(0), test.xy.size(0));
     fmt::print("   model: Linear(2, 32) Softplus Linear(32, 32) Softplus Linear(32, 2), {} parameters\n",
                model->num_parameters());
+    model->to(device);
     nn::Adam optimizer(model->parameters(), {.lr = 1e-2});
     fmt::print("   test accuracy before training {:.1f}%\n", 100 * accuracy(*model, test));
     for (int step = 1; step <= steps; ++step) {
