@@ -46,7 +46,7 @@ struct Recipe {
   int64_t layers = 4;
   int64_t heads = 4;
   int64_t d_ff = 512;
-  std::string activation = "gelu";  // of the feed-forward layers: "gelu" or "relu"
+  std::string activation = "relu";  // of the feed-forward layers: "relu" (measured best here) or "gelu"
   double dropout = 0.0;
   // The training.
   int64_t batch = 32;  // windows of context + 1 characters per step

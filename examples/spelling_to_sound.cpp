@@ -46,12 +46,12 @@ struct Recipe {
   int64_t heads = 4;
   int64_t d_ff = 512;
   int64_t layers = 3;
-  double dropout = 0.1;
+  double dropout = 0.0;
   // Training: AdamW, a linear warm-up, then a cosine decay that reaches zero at the last step.
   // Label smoothing keeps the model from becoming over-confident about one pronunciation of an
   // ambiguous spelling.
   int64_t batch = 128;
-  double lr = 1e-3;
+  double lr = 2e-3;
   int64_t warmup = 400;
   double weight_decay = 0.01;
   double label_smoothing = 0.1;
@@ -637,8 +637,12 @@ void say(const std::string& words, const examples::CommonOptions& common) {
   }
   const Vocabularies vocabularies =
       Vocabularies::load(common.out_path("letters.json"), common.out_path("phonemes.json"));
+  const std::string weights_path = common.out_path("model.safetensors");
+  EMBER_CHECK(std::filesystem::exists(weights_path),
+              "--say: {} is missing: the training in {}/ did not finish (continue it with --resume --out {})",
+              weights_path, common.out_dir, common.out_dir);
   nn::Transformer model(model_options(recipe, vocabularies));
-  nn::load(model, common.out_path("model.safetensors"));
+  nn::load(model, weights_path);
   model.to(device);
   model.eval();
 

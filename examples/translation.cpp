@@ -62,10 +62,12 @@ double seconds_since(Clock::time_point start) {
 //   step, so the run ends at a low rate however long it is.
 struct Recipe {
   int64_t vocab_size = 4000;
-  int64_t d_model = 256;
-  int64_t layers = 3;  // encoder layers, and as many decoder layers
+  // A small model: on two CPU cores in 20 minutes, more steps of a small model beat fewer of a
+  // large one (measured: d_model 128 and 2+2 layers reached BLEU 5 where 256 and 3+3 were at 2).
+  int64_t d_model = 128;
+  int64_t layers = 2;  // encoder layers, and as many decoder layers
   int64_t heads = 4;
-  int64_t d_ff = 1024;
+  int64_t d_ff = 512;
   double dropout = 0.1;
   double label_smoothing = 0.1;
   double lr = 1e-3;
