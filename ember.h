@@ -33,6 +33,7 @@
 #include "core/ops/unary.h"
 #include "core/ops/views.h"
 #include "core/print.h"
+#include "core/profiler.h"
 #include "core/random.h"
 #include "core/tensor.h"
 #include "nn/nn.h"

@@ -3,11 +3,37 @@
 #pragma once
 
 #include <string_view>
+#include <utility>
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/profiler.h"
 
 namespace ember {
+
+// A kernel looked up in a table, ready to call. Calling it calls the kernel, timed under the
+// op's name while the profiler is on (core/profiler.h).
+template <class Fn>
+class KernelCall;
+
+template <class... Args>
+class KernelCall<void(Args...)> {
+ public:
+  KernelCall(void (*kernel)(Args...), std::string_view op) : kernel_(kernel), op_(op) {}
+
+  void operator()(Args... args) const {
+    if (!profiler::detail::on) [[likely]] {
+      kernel_(std::forward<Args>(args)...);
+      return;
+    }
+    profiler::KernelTimer timer(op_);
+    kernel_(std::forward<Args>(args)...);
+  }
+
+ private:
+  void (*kernel_)(Args...);
+  std::string_view op_;
+};
 
 // A kernel table for kernels of signature Fn, e.g.
 //   constinit KernelTable<void(const Tensor& in, Tensor& out)> softmax_kernel{"softmax"};
@@ -20,21 +46,16 @@ class KernelTable {
   void set(DeviceType type, Fn* kernel) { kernels_[static_cast<int>(type)] = kernel; }
 
   // The kernel for `device`; a missing one is an error, never a silent fallback.
-  Fn* operator[](Device device) const {
-    Fn* kernel = kernels_[static_cast<int>(device.type)];
-    if (kernel == nullptr) [[unlikely]] {
-      fail("{}: no kernel for {}", op_, device.is_cuda() ? "CUDA" : "CPU");
-    }
-    return kernel;
-  }
+  KernelCall<Fn> operator[](Device device) const { return get(device, op_); }
 
-  // The same, for a table shared by a family of ops: the error names `op`.
-  Fn* get(Device device, std::string_view op) const {
+  // The same, for a table shared by a family of ops: errors and the profiler name `op`, which
+  // must outlive the call (a string literal).
+  KernelCall<Fn> get(Device device, std::string_view op) const {
     Fn* kernel = kernels_[static_cast<int>(device.type)];
     if (kernel == nullptr) [[unlikely]] {
       fail("{}: no kernel for {}", op, device.is_cuda() ? "CUDA" : "CPU");
     }
-    return kernel;
+    return KernelCall<Fn>(kernel, op);
   }
 
   std::string_view op() const { return op_; }

@@ -14,6 +14,7 @@
 #include "core/ops/elementwise.h"
 #include "core/ops/reduce.h"
 #include "core/ops/views.h"
+#include "core/profiler.h"
 
 namespace ember {
 namespace kernels {
@@ -194,6 +195,15 @@ void check_inner(const char* op, const Tensor& a, const Tensor& b, int64_t ka, i
               shape_str(b.sizes()), ka, kb);
 }
 
+// Every matrix product goes through here: out [*, m, n] (+)= a [*, m, k] @ b [*, k, n], counting
+// its 2mnk floating-point operations for the profiler.
+void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
+  if (profiler::is_on()) {
+    profiler::add_flops("matmul", 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.sizes().back()));
+  }
+  kernels::gemm[a.device()](out, a, b, beta);
+}
+
 // --- forward passes (no autograd) -------------------------------------------------------------
 
 // a [*ba, m, k] @ b [*bb, k, n] into a new tensor of `out_shape` (the broadcast [*batch, m, n],
@@ -206,14 +216,14 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in, const Shape& batch
   if (b.dim() == 2 && a.dim() > 2) {
     if (const std::optional<Tensor> folded = fold_batch_into_rows(a)) {
       const int64_t rows = folded->sizes()[0];
-      kernels::gemm[a.device()](raw_view(out, {rows, n}, {n, 1}), *folded, b, 0.0);
+      gemm(raw_view(out, {rows, n}, {n, 1}), *folded, b, 0.0);
       return out;
     }
   }
   Shape full_shape = batch;
   full_shape.push_back(m);
   full_shape.push_back(n);
-  kernels::gemm[a.device()](raw_view(out, full_shape, contiguous_strides(full_shape)), expand_batch(a, batch),
+  gemm(raw_view(out, full_shape, contiguous_strides(full_shape)), expand_batch(a, batch),
                             expand_batch(b, batch), 0.0);
   return out;
 }
@@ -323,7 +333,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const Tensor out2 = raw_view(out, {rows, out_features}, {out_features, 1});
     // The bias is fused: C starts as the broadcast bias and the gemm adds x W^T to it.
     if (has_bias) kernels::copy[out.device()](out2, bias);
-    kernels::gemm[x.device()](out2, x2, weight_t, has_bias ? 1.0 : 0.0);
+    gemm(out2, x2, weight_t, has_bias ? 1.0 : 0.0);
   }
 
   const bool need_x = x.requires_grad(), need_weight = weight.requires_grad();
