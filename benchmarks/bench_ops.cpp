@@ -59,6 +59,19 @@ void BM_Gelu(benchmark::State& state) {
 }
 BENCHMARK(BM_Gelu)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// The fused backward: reads the output gradient and x, writes the input gradient.
+void BM_GeluBackward(benchmark::State& state) {
+  Tensor x = randn({kRows, kCols});
+  x.requires_grad_(true);
+  const Tensor y = gelu(x), grad = randn({kRows, kCols});
+  for (auto _ : state) {
+    y.backward(grad, /*retain_graph=*/true);
+    x.mutable_grad() = Tensor();
+  }
+  set_bytes(state, 3 * kTensorBytes);
+}
+BENCHMARK(BM_GeluBackward)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 void BM_Softmax(benchmark::State& state) {
   const Tensor x = mul(randn({kRows, kCols}), 3.0);
   for (auto _ : state) benchmark::DoNotOptimize(softmax(x, -1));

@@ -102,6 +102,14 @@ EMBER_VECTOR_MATH_INLINE float gelu_f32(float x) {
   return half + half * erf_value;
 }
 
+// GELU's derivative, Phi(x) + x phi(x) with phi the standard normal density: the fused
+// backward's body. Phi as in gelu_f32; -x^2/2 is never positive, so the cheaper exp serves.
+EMBER_VECTOR_MATH_INLINE float gelu_derivative_f32(float x) {
+  const float erf_value = std::copysign(erf_rational_f32(std::fabs(x) * 0.70710678118654752f), x);
+  const float density = 0.39894228040143268f * exp_nonpositive_f32(-0.5f * x * x);
+  return 0.5f + 0.5f * erf_value + x * density;
+}
+
 // tanh: near 0 (|x| < 0.4) its odd Maclaurin series to x^11 (relative error < 1e-7);
 // elsewhere 1 - 2 / (e^{2|x|} + 1), which saturates to exactly 1 and never overflows badly
 // (e^{2|x|} = inf gives 1).

@@ -15,6 +15,8 @@ namespace kernels {
 constinit KernelTable<void(UnaryOp op, const Tensor& out, const Tensor& x)> unary{"unary"};
 constinit KernelTable<void(const Tensor& out, const Tensor& x, std::optional<double> min, std::optional<double> max)>
     clamp{"clamp"};
+constinit KernelTable<void(UnaryOp op, const Tensor& grad_x, const Tensor& grad, const Tensor& x)>
+    activation_backward{"activation_backward"};
 }  // namespace kernels
 
 std::string_view unary_op_name(UnaryOp op) {
@@ -129,6 +131,51 @@ void clamp_cpu(const Tensor& out, const Tensor& x, std::optional<double> min, st
 }
 EMBER_REGISTER_KERNEL(kernels::clamp, DeviceType::CPU, clamp_cpu);
 
+// grad * f'(x) for the activations, one pass. The derivatives are those of derivative() below;
+// float32 GELU uses the vectorisable erf and exp of cpu/vector_math.h.
+template <class T>
+void activation_backward_typed(UnaryOp op, const Tensor& grad_x, const Tensor& grad, const Tensor& x) {
+  using cpu::for_each_element;
+  switch (op) {
+    case UnaryOp::Relu:
+      return for_each_element<T, T, T>(grad_x, {grad, x}, [](T g, T v) { return v > 0 ? g : T(0); });
+    case UnaryOp::Gelu:
+      // d/dx x Phi(x) = Phi(x) + x phi(x)
+      if constexpr (std::is_same_v<T, float>) {
+        return for_each_element<T, T, T>(grad_x, {grad, x}, [](T g, T v) __attribute__((always_inline)) {
+          return g * cpu::gelu_derivative_f32(v);
+        });
+      } else {
+        return for_each_element<T, T, T>(grad_x, {grad, x}, [](T g, T v) {
+          const T cdf = T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2)));
+          const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+          return g * (cdf + v * pdf);
+        });
+      }
+    case UnaryOp::GeluTanh:
+      // y = 0.5 x (1 + t), t = tanh(u), u = c (x + 0.044715 x^3):
+      // dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)
+      return for_each_element<T, T, T>(grad_x, {grad, x}, [](T g, T v) {
+        const T c = T(kSqrt2OverPi), x2 = v * v;
+        T t;
+        if constexpr (std::is_same_v<T, float>) t = cpu::tanh_f32(c * (v + T(0.044715) * x2 * v));
+        else t = std::tanh(c * (v + T(0.044715) * x2 * v));
+        return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3 * 0.044715) * x2));
+      });
+    default: fail("{}: has no fused backward", unary_op_name(op));
+  }
+}
+
+void activation_backward_cpu(UnaryOp op, const Tensor& grad_x, const Tensor& grad, const Tensor& x) {
+  visit_floating(x.dtype(), unary_op_name(op),
+                 [&]<class T>() { activation_backward_typed<T>(op, grad_x, grad, x); });
+}
+EMBER_REGISTER_KERNEL(kernels::activation_backward, DeviceType::CPU, activation_backward_cpu);
+
+bool has_fused_backward(UnaryOp op) {
+  return op == UnaryOp::Relu || op == UnaryOp::Gelu || op == UnaryOp::GeluTanh;
+}
+
 bool is_math(UnaryOp op) {
   return op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu && op != UnaryOp::Sign &&
          op != UnaryOp::IsFinite && op != UnaryOp::IsNan;
@@ -184,6 +231,13 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   return autograd::record(kNames[static_cast<int>(op)], out, {x},
                           [op, sx = autograd::save(uses_output ? Tensor() : x),
                            sy = autograd::save(uses_output ? out : Tensor())](const Tensor& grad) {
+                            if (has_fused_backward(op) && grad.dtype() == sx.get().dtype()) {
+                              const Tensor& x = sx.get();
+                              Tensor grad_x = make_tensor(x.sizes(), x.dtype(), x.device());
+                              kernels::activation_backward.get(x.device(), op == UnaryOp::Relu ? "relu_backward" : "gelu_backward")(
+                                  op, grad_x, grad, x);
+                              return autograd::grads(grad_x);
+                            }
                             return autograd::grads(mul(grad, derivative(op, sx.get(), sy.get())));
                           });
 }

@@ -19,6 +19,9 @@ namespace kernels {
 extern KernelTable<void(UnaryOp op, const Tensor& out, const Tensor& x)> unary;
 extern KernelTable<void(const Tensor& out, const Tensor& x, std::optional<double> min, std::optional<double> max)>
     clamp;
+// The fused backward of the activations (Relu, Gelu, GeluTanh): grad_x = grad * f'(x) in one
+// pass, where the composite expression would make several passes over a large tensor.
+extern KernelTable<void(UnaryOp op, const Tensor& grad_x, const Tensor& grad, const Tensor& x)> activation_backward;
 }  // namespace kernels
 // Allocates and runs the kernel; records nothing.
 Tensor unary_forward(UnaryOp op, const Tensor& x);
