@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs ember's build dependencies from Debian's packages. Safe to run again:
 # apt-get is only called when something is missing.
+#
+#   bash scripts/setup.sh               # build, tests, examples
+#   bash scripts/setup.sh --benchmarks  # also PyTorch, the baseline of benchmarks/side_by_side
 set -euo pipefail
 
 packages=(
@@ -23,6 +26,13 @@ done
 # scripts/fetch_data.sh takes the example data sets from npm's registry. Any npm will do: a
 # machine whose Node.js came from elsewhere already has one, and Debian's npm would conflict.
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# The side-by-side benchmark runs Debian's PyTorch next to ember; nothing else needs it. The
+# pthread build of OpenBLAS is one of the configurations it tries PyTorch in.
+if [ "${1:-}" = "--benchmarks" ]; then
+  for p in python3-torch libopenblas0-pthread; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all dependencies present"

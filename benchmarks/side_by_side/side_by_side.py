@@ -1,0 +1,351 @@
+"""ember against PyTorch on the same training steps, the same machine, in one run.
+
+    python3 benchmarks/side_by_side/side_by_side.py              # CPU: table, sweep, RESULTS.md
+    python3 benchmarks/side_by_side/side_by_side.py --quick      # fewer rounds, no sweep, no file
+    python3 benchmarks/side_by_side/side_by_side.py --device cuda
+
+For each reference workload it first finds PyTorch's best thread setting, then runs ember's
+train_step and PyTorch's torch_workloads.py alternately, several rounds, each in a fresh
+process (so each has its own peak memory), and takes the median step time over all rounds.
+A profiled ember run gives the time and GFLOP/s of the matrix products inside the step, set
+beside the machine's sgemm ceiling. The scaling sweep times both libraries against sequence
+length and model width and draws them. Everything it prints goes into RESULTS.md.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+WORKLOADS = ["classifier", "encoder-decoder"]
+
+
+def run_json(command, env=None):
+    """Runs a benchmark process and returns the JSON object it prints last."""
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        sys.exit(f"error: {' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def ember_command(args, workload, extra=()):
+    return [os.path.join(args.build, "benchmarks", "train_step"), "--workload", workload,
+            "--device", args.device, *map(str, extra)]
+
+
+def torch_command(args, workload, config, extra=()):
+    threads, _ = config
+    return [args.python, os.path.join(HERE, "torch_workloads.py"), "--workload", workload,
+            "--device", args.device, "--threads", str(threads), *map(str, extra)]
+
+
+# Debian installs OpenBLAS in two builds, each in its own directory; PyTorch loads the one the
+# system's alternatives name unless LD_LIBRARY_PATH points at the other. The pthread build
+# keeps its own threads whatever torch.set_num_threads says; the OpenMP one follows it.
+BLAS_DIRECTORIES = {"pthread": "/usr/lib/x86_64-linux-gnu/openblas-pthread",
+                    "openmp": "/usr/lib/x86_64-linux-gnu/openblas-openmp"}
+
+
+def torch_env(config):
+    _, blas = config
+    env = dict(os.environ)
+    if blas in BLAS_DIRECTORIES:
+        env["LD_LIBRARY_PATH"] = BLAS_DIRECTORIES[blas] + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
+def torch_configs(args):
+    """(torch threads, OpenBLAS build) pairs to try: every thread count with every build present."""
+    builds = [name for name, path in BLAS_DIRECTORIES.items() if os.path.isdir(path)] or ["system"]
+    if args.device != "cpu":
+        builds = ["system"]
+    return [(threads, blas) for threads in args.torch_threads for blas in builds]
+
+
+def config_name(config):
+    threads, blas = config
+    return f"{threads} thread{'s' if threads > 1 else ''}" + ("" if blas == "system" else f", {blas} OpenBLAS")
+
+
+def median(values):
+    return statistics.median(values)
+
+
+# --- FLOPs ------------------------------------------------------------------------------------
+# Matrix-product FLOPs of one training step, counted from the shapes (2mnk per product; the
+# backward pass does two products for each forward one). Both libraries do these products.
+
+def linear_flops(tokens, d_in, d_out):
+    return 2 * tokens * d_in * d_out
+
+
+def attention_flops(batch, q_len, k_len, d_model):
+    return 2 * 2 * batch * q_len * k_len * d_model  # Q K^T and weights @ V
+
+
+def step_matmul_flops(workload, batch, seq_len, d_model, vocab):
+    d_ff = 4 * d_model
+    if workload == "classifier":
+        seq_len, tokens = seq_len or 128, batch * (seq_len or 128)
+        layer = (linear_flops(tokens, d_model, 4 * d_model) + linear_flops(tokens, d_model, d_ff)
+                 + linear_flops(tokens, d_ff, d_model) + attention_flops(batch, seq_len, seq_len, d_model))
+        forward = 4 * layer + linear_flops(batch, d_model, 4)
+    else:
+        seq_len = seq_len or 64
+        vocab = vocab or 8000
+        tokens = batch * seq_len
+        feed_forward = linear_flops(tokens, d_model, d_ff) + linear_flops(tokens, d_ff, d_model)
+        self_attention = linear_flops(tokens, d_model, 4 * d_model) + attention_flops(batch, seq_len, seq_len, d_model)
+        cross_attention = (linear_flops(tokens, d_model, 2 * d_model) + linear_flops(tokens, d_model, 2 * d_model)
+                           + attention_flops(batch, seq_len, seq_len, d_model))
+        forward = (3 * (self_attention + feed_forward) + 3 * (self_attention + cross_attention + feed_forward)
+                   + linear_flops(tokens, d_model, vocab))
+    return 3 * forward
+
+
+# --- the measurements ---------------------------------------------------------------------------
+
+def best_torch_config(args, workload):
+    """PyTorch at its best: times a few steps in each configuration, returns the fastest."""
+    timings = {}
+    for config in torch_configs(args):
+        result = run_json(torch_command(args, workload, config, ["--steps", 4, "--warmup", 2]), torch_env(config))
+        timings[config] = median(result["step_ms"])
+    best = min(timings, key=timings.get)
+    return best, timings
+
+
+def compare(args, workload):
+    config, search = best_torch_config(args, workload)
+    print(f"{workload}: PyTorch configurations tried (median ms/step): "
+          + "; ".join(f"{config_name(c)}: {ms:.0f}" for c, ms in search.items()) + f" -> {config_name(config)}",
+          flush=True)
+    runs = {"ember": [], "pytorch": []}
+    steps = ["--steps", args.steps, "--warmup", args.warmup]
+    for round_index in range(args.rounds):
+        runs["ember"].append(run_json(ember_command(args, workload, steps)))
+        runs["pytorch"].append(run_json(torch_command(args, workload, config, steps), torch_env(config)))
+        print(f"  round {round_index + 1}/{args.rounds}: ember {median(runs['ember'][-1]['step_ms']):.1f} ms, "
+              f"PyTorch {median(runs['pytorch'][-1]['step_ms']):.1f} ms", flush=True)
+    profile = run_json(ember_command(args, workload, ["--steps", args.steps, "--warmup", args.warmup, "--profile"]))
+    flops = step_matmul_flops(workload, 32, 0, 256, 0)
+    summary = {"workload": workload, "torch_config": config_name(config), "torch_config_key": config,
+               "torch_search": {config_name(c): ms for c, ms in search.items()},
+               "matmul_gflop_per_step": flops / 1e9, "profile": profile["profile"]}
+    for library, results in runs.items():
+        all_steps = [ms for result in results for ms in result["step_ms"]]
+        ms = median(all_steps)
+        summary[library] = {
+            "median_ms": ms,
+            "min_ms": min(all_steps),
+            "max_ms": max(all_steps),
+            "steps": len(all_steps),
+            "tokens_per_s": results[0]["tokens_per_step"] / (ms / 1e3),
+            "peak_rss_mb": max(result["peak_rss_mb"] for result in results),
+            "gflops": flops / (ms / 1e3) / 1e9,
+            "parameters": results[0]["parameters"],
+            "minor_faults_per_step": median([result["minor_faults_per_step"] for result in results]),
+            "threads": results[0]["threads"],
+            "loss": results[-1]["loss"],
+        }
+    return summary
+
+
+def sweep(args, sweep_config):
+    """Step time of the classifier against sequence length and against d_model, both libraries
+    (PyTorch in the configuration that was fastest on the classifier)."""
+    points = [("seq_len", n, ["--seq-len", n]) for n in (64, 128, 256, 512, 1024)]
+    points += [("d_model", d, ["--d-model", d]) for d in (128, 256, 512, 1024)]
+    rows = []
+    for axis, value, flags in points:
+        steps = ["--steps", 3, "--warmup", 1]
+        ember_ms = median(run_json(ember_command(args, "classifier", flags + steps))["step_ms"])
+        torch_ms = median(run_json(torch_command(args, "classifier", sweep_config, flags + steps),
+                                   torch_env(sweep_config))["step_ms"])
+        rows.append((axis, value, ember_ms, torch_ms))
+        print(f"  sweep {axis} {value}: ember {ember_ms:.0f} ms, PyTorch {torch_ms:.0f} ms", flush=True)
+    return rows
+
+
+def machine(args):
+    def first_line(path, prefix):
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith(prefix):
+                        return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return "unknown"
+
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True)
+    torch_version = subprocess.run([args.python, "-c", "import torch; print(torch.__version__)"],
+                                   capture_output=True, text=True).stdout.strip()
+    memory_kb = int(first_line("/proc/meminfo", "MemTotal").split()[0])
+    return {
+        "cpu": first_line("/proc/cpuinfo", "model name"),
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory_kb / 2**20, 1),
+        "os": platform.platform(),
+        "torch": torch_version,
+        "ember_commit": commit.stdout.strip() + (" (with local changes)" if dirty.stdout.strip() else ""),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_before": open("/proc/loadavg").read().split()[0],
+    }
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+def verdict(ok):
+    return "met" if ok else "**not met**"
+
+
+def report(args, info, ceiling, summaries, sweep_rows):
+    lines = []
+    say = lines.append
+    say("# Benchmark results")
+    say("")
+    say("Written by `python3 benchmarks/side_by_side/side_by_side.py` (do not edit by hand).")
+    say("")
+    say(f"- machine: {info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB; {info['os']}")
+    say(f"- ember {info['ember_commit']}; PyTorch {info['torch']}; {info['date']}; load average before: "
+        f"{info['load_before']}")
+    say(f"- each workload: {args.rounds} rounds, each a fresh ember process then a fresh PyTorch process, "
+        f"{args.warmup} warm-up and {args.steps} timed steps each; the median is over all timed steps")
+    sizes = ", ".join("n={}: {:.0f}".format(size["n"], size["gflops"]) for size in ceiling["sizes"])
+    say(f"- sgemm ceiling (cblas_sgemm alone, square sizes, best of each): {ceiling['sgemm_gflops']:.0f} GFLOP/s "
+        f"({sizes})")
+    say("")
+    say("## Training step (forward + loss + backward + AdamW)")
+    say("")
+    say("| workload | library | parameters | median ms/step (min-max) | tokens/s | matmul GFLOP/s | peak RSS MB | ember speed-up |")
+    say("|---|---|---:|---:|---:|---:|---:|---:|")
+    for s in summaries:
+        speedup = s["pytorch"]["median_ms"] / s["ember"]["median_ms"]
+        for library in ("ember", "pytorch"):
+            r = s[library]
+            name = "ember" if library == "ember" else f"PyTorch ({s['torch_config']})"
+            say(f"| {s['workload']} | {name} | {r['parameters']:,} | {r['median_ms']:.1f} ({r['min_ms']:.0f}-{r['max_ms']:.0f}) | "
+                f"{r['tokens_per_s']:,.0f} | {r['gflops']:.1f} | {r['peak_rss_mb']:.0f} | "
+                f"{f'{speedup:.2f}x' if library == 'ember' else ''} |")
+    say("")
+    say("matmul GFLOP/s: the step's matrix-product FLOPs (counted from the shapes: "
+        + ", ".join(f"{s['workload']} {s['matmul_gflop_per_step']:.1f} GFLOP" for s in summaries)
+        + ") divided by the whole step's time.")
+    say("")
+    say("PyTorch's configurations tried (`torch.set_num_threads` and the OpenBLAS build it loads; median ms/step "
+        "of a short run, the fastest is used above):")
+    say("")
+    for s in summaries:
+        say(f"- {s['workload']}: " + "; ".join(f"{name}: {ms:.0f}" for name, ms in s["torch_search"].items()))
+    say("")
+    say("## Where ember's step goes")
+    say("")
+    for s in summaries:
+        step_ms = s["ember"]["median_ms"]
+        matmul = next((op for op in s["profile"] if op["op"] == "matmul"), None)
+        kernels_ms = sum(op["ms"] for op in s["profile"])
+        say(f"### {s['workload']}")
+        say("")
+        say("| op | calls/step | ms/step | share of step |")
+        say("|---|---:|---:|---:|")
+        for op in s["profile"][:12]:
+            say(f"| {op['op']} | {op['calls']} | {op['ms']:.1f} | {100 * op['ms'] / step_ms:.0f}% |")
+        say(f"| (outside kernels: autograd, allocation, Python-free glue) | | {max(0.0, step_ms - kernels_ms):.1f} | "
+            f"{100 * max(0.0, step_ms - kernels_ms) / step_ms:.0f}% |")
+        say("")
+        if matmul:
+            rate = matmul["gflop"] / (matmul["ms"] / 1e3)
+            s["matmul_efficiency"] = rate / ceiling["sgemm_gflops"]
+            say(f"matmul inside the step: {matmul['gflop']:.1f} GFLOP in {matmul['ms']:.1f} ms = {rate:.0f} GFLOP/s, "
+                f"{100 * s['matmul_efficiency']:.0f}% of the sgemm ceiling.")
+            say("")
+    say("## Warm-step checks")
+    say("")
+    say("| workload | library | minor page faults per step | threads in the process |")
+    say("|---|---|---:|---:|")
+    for s in summaries:
+        for library in ("ember", "pytorch"):
+            r = s[library]
+            say(f"| {s['workload']} | {library} | {r['minor_faults_per_step']:.0f} | {r['threads']} |")
+    say("")
+    say("A step that takes memory from the OS faults its pages in, so page faults per warm step count "
+        "fresh memory (a 4 KiB page each). The thread count is the process's, from /proc/self/status, "
+        f"against {info['cores']} cores.")
+    say("")
+    if sweep_rows:
+        say("## Scaling (classifier, batch 32)")
+        say("")
+        say("| varied | value | ember ms/step | PyTorch ms/step | ember speed-up |")
+        say("|---|---:|---:|---:|---:|")
+        for axis, value, ember_ms, torch_ms in sweep_rows:
+            say(f"| {axis} | {value} | {ember_ms:.0f} | {torch_ms:.0f} | {torch_ms / ember_ms:.2f}x |")
+        say("")
+        say("Plots: [step time against sequence length](results/sweep_seq_len.svg), "
+            "[step time against d_model](results/sweep_d_model.svg); data: [results/sweep.csv](results/sweep.csv).")
+        say("")
+    say("## Bars (CPU)")
+    say("")
+    for s in summaries:
+        speedup = s["pytorch"]["median_ms"] / s["ember"]["median_ms"]
+        say(f"- {s['workload']}: ember {speedup:.2f}x PyTorch's best (bar 1.5x, aim 1.8x): {verdict(speedup >= 1.5)}; "
+            f"matmul at {100 * s.get('matmul_efficiency', 0):.0f}% of the sgemm ceiling (bar 80%): "
+            f"{verdict(s.get('matmul_efficiency', 0) >= 0.8)}; peak RSS {s['ember']['peak_rss_mb']:.0f} MB against "
+            f"{s['pytorch']['peak_rss_mb']:.0f} MB: {verdict(s['ember']['peak_rss_mb'] <= s['pytorch']['peak_rss_mb'])}")
+    say("")
+    return "\n".join(lines)
+
+
+def write_sweep(rows, build):
+    directory = os.path.join(HERE, "..", "results")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "sweep.csv")
+    with open(path, "w") as f:
+        f.write("axis,value,ember_ms,pytorch_ms\n")
+        for axis, value, ember_ms, torch_ms in rows:
+            f.write(f"{axis},{value},{ember_ms:.3f},{torch_ms:.3f}\n")
+    subprocess.run([os.path.join(build, "benchmarks", "plot_sweep"), path], check=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="ember's build directory")
+    parser.add_argument("--python", default="/usr/bin/python3", help="a Python with torch")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--torch-threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
+    parser.add_argument("--quick", action="store_true", help="1 round, no sweep, RESULTS.md left alone")
+    parser.add_argument("--no-sweep", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.no_sweep = 1, True
+
+    info = machine(args)
+    ceiling = run_json([os.path.join(args.build, "benchmarks", "train_step"), "--sgemm-ceiling"])
+    print(f"sgemm ceiling: {ceiling['sgemm_gflops']:.0f} GFLOP/s", flush=True)
+    summaries = [compare(args, workload) for workload in args.workloads]
+    classifier = next((s for s in summaries if s["workload"] == "classifier"), None)
+    sweep_config = classifier["torch_config_key"] if classifier else torch_configs(args)[0]
+    sweep_rows = [] if args.no_sweep else sweep(args, sweep_config)
+    text = report(args, info, ceiling, summaries, sweep_rows)
+    print(text)
+    if not args.quick:
+        if sweep_rows:
+            write_sweep(sweep_rows, args.build)
+        name = "RESULTS.md" if args.device == "cpu" else f"RESULTS-{args.device}.md"
+        with open(os.path.join(HERE, "..", name), "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""PyTorch's half of the side-by-side benchmark: the two reference workloads written as the
+PyTorch tutorials write them (nn.TransformerEncoderLayer and nn.Transformer, batch_first,
+norm_first), timed the way train_step times ember's, printing one JSON object on stdout.
+
+    python3 benchmarks/side_by_side/torch_workloads.py --workload classifier --threads 1
+"""
+import argparse
+import json
+import math
+import resource
+import time
+
+import torch
+from torch import nn
+
+
+class Classifier(nn.Module):
+    """Token + learned position embeddings, LayerNorm, dropout; a pre-LN GELU encoder; the
+    first token's state, dropout and a linear head."""
+
+    def __init__(self, vocab, seq_len, d_model, heads, layers, classes=4, dropout=0.1):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, d_model)
+        self.positions = nn.Embedding(seq_len, d_model)
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        layer = nn.TransformerEncoderLayer(d_model, heads, 4 * d_model, dropout, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, ids):
+        positions = torch.arange(ids.shape[1], device=ids.device)
+        x = self.dropout(self.norm(self.tokens(ids) + self.positions(positions)))
+        x = self.encoder(x)
+        return self.head(self.dropout(x[:, 0]))
+
+
+class EncoderDecoder(nn.Module):
+    """One embedding for source and target, scaled by sqrt(d_model), plus sinusoidal positions
+    and dropout; nn.Transformer (pre-LN, ReLU, final LayerNorms); an untied output projection."""
+
+    def __init__(self, vocab, seq_len, d_model, heads, layers=3, dropout=0.1):
+        super().__init__()
+        self.d_model = d_model
+        self.embedding = nn.Embedding(vocab, d_model)
+        position = torch.arange(seq_len).unsqueeze(1)
+        frequency = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        table = torch.zeros(seq_len, d_model)
+        table[:, 0::2] = torch.sin(position * frequency)
+        table[:, 1::2] = torch.cos(position * frequency)
+        self.register_buffer("sinusoids", table)
+        self.dropout = nn.Dropout(dropout)
+        self.transformer = nn.Transformer(d_model, heads, layers, layers, 4 * d_model, dropout,
+                                          activation="relu", batch_first=True, norm_first=True)
+        self.output = nn.Linear(d_model, vocab)
+
+    def embed(self, ids):
+        x = self.embedding(ids) * math.sqrt(self.d_model) + self.sinusoids[: ids.shape[1]]
+        return self.dropout(x)
+
+    def forward(self, source, target, causal_mask):
+        hidden = self.transformer(self.embed(source), self.embed(target), tgt_mask=causal_mask)
+        return self.output(hidden)
+
+
+def make_step(workload, batch, seq_len, d_model, heads, vocab, device):
+    """The model, its AdamW, one fixed batch, and a function running one training step."""
+    if workload == "classifier":
+        seq_len = seq_len or 128
+        vocab = vocab or 8192
+        model = Classifier(vocab, seq_len, d_model, heads, layers=4).to(device)
+        ids = torch.randint(4, vocab, (batch, seq_len), device=device)
+        labels = torch.randint(0, 4, (batch,), device=device)
+        loss_fn = nn.CrossEntropyLoss()
+        tokens = ids.numel()
+
+        def forward():
+            return loss_fn(model(ids), labels)
+    elif workload == "encoder-decoder":
+        seq_len = seq_len or 64
+        vocab = vocab or 8000
+        model = EncoderDecoder(vocab, seq_len, d_model, heads).to(device)
+        source = torch.randint(4, vocab, (batch, seq_len), device=device)
+        target_in = torch.randint(4, vocab, (batch, seq_len), device=device)
+        target_out = torch.randint(4, vocab, (batch * seq_len,), device=device)
+        causal_mask = nn.Transformer.generate_square_subsequent_mask(seq_len).to(device)
+        loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+        tokens = source.numel() + target_in.numel()
+
+        def forward():
+            logits = model(source, target_in, causal_mask)
+            return loss_fn(logits.reshape(-1, logits.shape[-1]), target_out)
+    else:
+        raise SystemExit(f"error: unknown workload '{workload}' (classifier, encoder-decoder)")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = forward()
+        loss.backward()
+        optimizer.step()
+        return loss.item()  # waits for the step, on any device
+
+    return model, step, tokens
+
+
+def loaded_blas():
+    """The OpenBLAS build this process loaded (pthread or openmp), from its memory maps."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "openblas" in line:
+                return line.split()[-1]
+    return "unknown"
+
+
+def thread_count():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    return -1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", default="classifier")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--seq-len", type=int, default=0)
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--vocab", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False  # float32 on both sides, as ember
+        torch.backends.cudnn.allow_tf32 = False
+        torch.cuda.reset_peak_memory_stats()
+    model, step, tokens = make_step(args.workload, args.batch, args.seq_len, args.d_model, args.heads,
+                                    args.vocab, device)
+    for _ in range(args.warmup):
+        step()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    step_ms = []
+    loss = 0.0
+    for _ in range(args.steps):
+        start = time.perf_counter()
+        loss = step()
+        step_ms.append(1e3 * (time.perf_counter() - start))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    result = {
+        "library": "pytorch",
+        "version": torch.__version__,
+        "workload": args.workload,
+        "device": str(device),
+        "batch": args.batch,
+        "tokens_per_step": tokens,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "step_ms": step_ms,
+        "loss": loss,
+        "peak_rss_mb": after.ru_maxrss / 1024.0,
+        "minor_faults_per_step": (after.ru_minflt - before.ru_minflt) / args.steps,
+        "threads": thread_count(),
+        "torch_threads": args.threads,
+        "blas": loaded_blas(),
+    }
+    if device.type == "cuda":
+        result["peak_device_mb"] = torch.cuda.max_memory_allocated() / 2**20
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

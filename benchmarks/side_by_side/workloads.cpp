@@ -1,0 +1,110 @@
+// The reference workloads, written the way an ember user writes them. Their PyTorch twins are in
+// torch_workloads.py; parameter counts match PyTorch's (5,290,500 and 9,634,624 at the issue's
+// sizes), which train_step prints so a reader can check.
+#include "side_by_side/workloads.h"
+
+namespace ember::bench {
+namespace {
+
+// Token ids drawn uniformly from the vocabulary, away from the ids tokenizers reserve.
+Tensor random_ids(int64_t batch, int64_t length, int64_t vocab, Device device) {
+  return randint(4, vocab, {batch, length}, TensorOptions(kInt64).device(device));
+}
+
+// Token + learned position embeddings, LayerNorm, dropout; 4 pre-LN GELU encoder layers; the
+// first token's state, dropout and a 4-way linear head.
+class ClassifierWorkload final : public Workload {
+ public:
+  ClassifierWorkload(const WorkloadSizes& sizes, Device device) {
+    const int64_t seq_len = sizes.seq_len > 0 ? sizes.seq_len : 128;
+    nn::TransformerClassifierOptions options;
+    options.vocab_size = sizes.vocab > 0 ? sizes.vocab : 8192;
+    options.max_len = seq_len;
+    options.num_classes = 4;
+    options.num_layers = 4;
+    options.layer = {.d_model = sizes.d_model, .num_heads = sizes.heads, .d_ff = 4 * sizes.d_model,
+                     .dropout = 0.1, .activation = nn::Activation::GELU, .norm_first = true};
+    options.pooling = nn::Pooling::Cls;
+    options.embedding_norm = true;
+    options.final_norm = false;
+    options.padding_idx = std::nullopt;
+    model_ = std::make_shared<nn::TransformerClassifier>(options);
+    model_->to(device);
+    optimizer_ = std::make_unique<nn::AdamW>(model_->parameters(), nn::AdamWOptions{.lr = 1e-4});
+    ids_ = random_ids(sizes.batch, seq_len, options.vocab_size, device);
+    labels_ = randint(0, 4, {sizes.batch}, TensorOptions(kInt64).device(device));
+  }
+
+  double step() override {
+    optimizer_->zero_grad();
+    Tensor loss = nn::cross_entropy(model_->forward(ids_), labels_);
+    loss.backward();
+    optimizer_->step();
+    return loss.item<float>();
+  }
+  nn::Module& model() override { return *model_; }
+  int64_t tokens_per_step() const override { return ids_.numel(); }
+
+ private:
+  std::shared_ptr<nn::TransformerClassifier> model_;
+  std::unique_ptr<nn::AdamW> optimizer_;
+  Tensor ids_, labels_;
+};
+
+// One embedding table for source and target, scaled by sqrt(d_model), sinusoidal positions;
+// 3 + 3 pre-LN ReLU layers with final LayerNorms; an untied output projection; a causal target
+// mask; cross-entropy with label smoothing 0.1. No padding: every sequence is full length.
+class EncoderDecoderWorkload final : public Workload {
+ public:
+  EncoderDecoderWorkload(const WorkloadSizes& sizes, Device device) {
+    const int64_t seq_len = sizes.seq_len > 0 ? sizes.seq_len : 64;
+    const int64_t vocab = sizes.vocab > 0 ? sizes.vocab : 8000;
+    nn::TransformerOptions options;
+    options.source_vocab_size = vocab;
+    options.target_vocab_size = vocab;
+    options.share_embeddings = true;
+    options.tie_output = false;
+    options.max_len = seq_len;
+    options.num_encoder_layers = 3;
+    options.num_decoder_layers = 3;
+    options.layer = {.d_model = sizes.d_model, .num_heads = sizes.heads, .d_ff = 4 * sizes.d_model,
+                     .dropout = 0.1, .activation = nn::Activation::ReLU, .norm_first = true};
+    options.positions = nn::Positions::Sinusoidal;
+    options.scale_embeddings = true;
+    options.final_norm = true;
+    options.pad_id = -1;
+    model_ = std::make_shared<nn::Transformer>(options);
+    model_->to(device);
+    optimizer_ = std::make_unique<nn::AdamW>(model_->parameters(), nn::AdamWOptions{.lr = 1e-4});
+    source_ = random_ids(sizes.batch, seq_len, vocab, device);
+    target_in_ = random_ids(sizes.batch, seq_len, vocab, device);
+    target_out_ = random_ids(sizes.batch, seq_len, vocab, device).reshape({-1});
+  }
+
+  double step() override {
+    optimizer_->zero_grad();
+    const Tensor logits = model_->forward(source_, target_in_);
+    Tensor loss = nn::cross_entropy(logits.reshape({-1, logits.sizes().back()}), target_out_,
+                                    {.label_smoothing = 0.1});
+    loss.backward();
+    optimizer_->step();
+    return loss.item<float>();
+  }
+  nn::Module& model() override { return *model_; }
+  int64_t tokens_per_step() const override { return source_.numel() + target_in_.numel(); }
+
+ private:
+  std::shared_ptr<nn::Transformer> model_;
+  std::unique_ptr<nn::AdamW> optimizer_;
+  Tensor source_, target_in_, target_out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadSizes& sizes, Device device) {
+  if (name == "classifier") return std::make_unique<ClassifierWorkload>(sizes, device);
+  if (name == "encoder-decoder") return std::make_unique<EncoderDecoderWorkload>(sizes, device);
+  fail("make_workload: unknown workload '{}' (classifier, encoder-decoder)", name);
+}
+
+}  // namespace ember::bench

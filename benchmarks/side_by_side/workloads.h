@@ -1,0 +1,36 @@
+// The two reference workloads of the side-by-side benchmark, built with ember: the transformer
+// classifier and the encoder-decoder, with the sizes torch_workloads.py gives PyTorch's
+// versions. A workload owns its model, optimizer and one fixed batch; step() is one training
+// step (forward, loss, backward, AdamW) and returns the loss.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ember.h"
+
+namespace ember::bench {
+
+// The sizes a workload is built with. The defaults are the issue's; the scaling sweep varies
+// seq_len and d_model (heads stay 4, d_ff stays 4 * d_model).
+struct WorkloadSizes {
+  int64_t batch = 32;
+  int64_t seq_len = 0;  // 0: the workload's own (128 for the classifier, 64 for the encoder-decoder)
+  int64_t d_model = 256;
+  int64_t heads = 4;
+  int64_t vocab = 0;    // 0: the workload's own (8192, 8000)
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual double step() = 0;
+  virtual nn::Module& model() = 0;
+  // Tokens one step reads: batch x sequence length (source and target for the encoder-decoder).
+  virtual int64_t tokens_per_step() const = 0;
+};
+
+// "classifier" or "encoder-decoder"; anything else throws ember::Error.
+std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadSizes& sizes, Device device);
+
+}  // namespace ember::bench
