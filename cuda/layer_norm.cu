@@ -75,7 +75,8 @@ __global__ void layer_norm_grad_parameters(const T* grad_y, const T* x, const T*
   using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
   __shared__ Acc weight_partials[kRowLanes][kColumnsPerBlock];
   __shared__ Acc bias_partials[kRowLanes][kColumnsPerBlock];
-  for (int64_t first = blockIdx.x * int64_t(kColumnsPerBlock); first < n; first += int64_t(gridDim.x) * kColumnsPerBlock) {
+  for (int64_t first = blockIdx.x * int64_t(kColumnsPerBlock); first < n;
+       first += int64_t(gridDim.x) * kColumnsPerBlock) {
     const int64_t column = first + threadIdx.x;
     Acc weight_sum = 0, bias_sum = 0;
     if (column < n) {

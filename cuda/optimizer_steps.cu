@@ -18,7 +18,8 @@ __global__ void adam_step_kernel(AdamTensorList<T> list, AdamHyperParameters opt
   const T* grad = list.grads[t];
   T* m = list.exp_avg[t];
   T* v = list.exp_avg_sq[t];
-  const T decay = static_cast<T>(options.weight_decay), shrink = static_cast<T>(1.0 - options.lr * options.weight_decay);
+  const T decay = static_cast<T>(options.weight_decay);
+  const T shrink = static_cast<T>(1.0 - options.lr * options.weight_decay);
   const T beta1 = static_cast<T>(options.beta1), beta2 = static_cast<T>(options.beta2);
   const T one_minus_beta1 = static_cast<T>(1.0 - options.beta1), one_minus_beta2 = static_cast<T>(1.0 - options.beta2);
   const T eps = static_cast<T>(options.eps), step_size = static_cast<T>(list.step_size[t]);

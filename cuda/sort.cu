@@ -58,9 +58,9 @@ __global__ void sort_rows(const T* x, T* values, int64_t* indices, int64_t rows,
         if (threadIdx.x < stride) {
           const T other = best_values[threadIdx.x + stride];
           const int64_t other_position = best_positions[threadIdx.x + stride];
+          const int64_t mine = best_positions[threadIdx.x];
           if (other_position >= 0 &&
-              (best_positions[threadIdx.x] < 0 ||
-               comes_before(other, other_position, best_values[threadIdx.x], best_positions[threadIdx.x], descending))) {
+              (mine < 0 || comes_before(other, other_position, best_values[threadIdx.x], mine, descending))) {
             best_values[threadIdx.x] = other;
             best_positions[threadIdx.x] = other_position;
           }

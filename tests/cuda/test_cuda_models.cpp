@@ -70,7 +70,8 @@ TEST_CASE("an encoder layer gives the same output and gradients on both devices"
   INFO("seed " << seed);
   for (const bool norm_first : {false, true}) {
     INFO("norm_first " << norm_first);
-    auto [cpu, gpu] = twins(seed, [&] { return std::make_shared<nn::TransformerEncoderLayer>(tiny_layer(norm_first)); });
+    auto [cpu, gpu] =
+        twins(seed, [&] { return std::make_shared<nn::TransformerEncoderLayer>(tiny_layer(norm_first)); });
     const Tensor x = randn({3, 7, 32}), mask = padding_mask(3, 7, 2), weights = randn({3, 7, 32});
     manual_seed(seed + 1);
     const Tensor cpu_out = cpu->forward(x, {.key_padding_mask = mask});
@@ -88,7 +89,8 @@ TEST_CASE("a decoder layer gives the same output and gradients on both devices")
   INFO("seed " << seed);
   for (const bool norm_first : {false, true}) {
     INFO("norm_first " << norm_first);
-    auto [cpu, gpu] = twins(seed, [&] { return std::make_shared<nn::TransformerDecoderLayer>(tiny_layer(norm_first)); });
+    auto [cpu, gpu] =
+        twins(seed, [&] { return std::make_shared<nn::TransformerDecoderLayer>(tiny_layer(norm_first)); });
     const Tensor x = randn({3, 6, 32}), memory = randn({3, 9, 32}), weights = randn({3, 6, 32});
     const Tensor target_mask = padding_mask(3, 6, 1), memory_mask = padding_mask(3, 9, 3);
     manual_seed(seed + 1);
