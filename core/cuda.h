@@ -7,4 +7,10 @@ namespace ember::cuda {
 int device_count();
 inline bool is_available() { return device_count() > 0; }
 
+// Whether float32 matrix products on CUDA may use TF32 tensor cores: much faster, but their
+// inputs are rounded to 10 mantissa bits, so results no longer match the CPU's closely. Off by
+// default; a no-op without the CUDA backend.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
 }  // namespace ember::cuda

@@ -5,5 +5,7 @@
 #ifndef EMBER_WITH_CUDA
 namespace ember::cuda {
 int device_count() { return 0; }
+void set_allow_tf32(bool) {}
+bool allow_tf32() { return false; }
 }  // namespace ember::cuda
 #endif

@@ -71,9 +71,10 @@ Tensor MultiHeadAttention::merged_mask(const MultiHeadAttentionOptions& options,
 
   if (options.is_causal) {
     // Query i may attend to key j when j <= i (core's convention).
-    const Tensor rows = arange(static_cast<double>(target_length), kInt64).unsqueeze(1);
-    const Tensor columns = arange(static_cast<double>(source_length), kInt64).unsqueeze(0);
-    attn_mask = le(columns, rows).to(query.device());
+    const TensorOptions positions = TensorOptions(kInt64).device(query.device());
+    const Tensor rows = arange(static_cast<double>(target_length), positions).unsqueeze(1);
+    const Tensor columns = arange(static_cast<double>(source_length), positions).unsqueeze(0);
+    attn_mask = le(columns, rows);
   }
   const Tensor padded_keys = padding.view({batch, 1, 1, source_length});
   if (!attn_mask.defined()) return logical_not(padded_keys);
@@ -157,9 +158,10 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_cached(const Tensor& query,
     // sees every key, so it needs no mask.
     merged.is_causal = false;
     if (new_length > 1) {
-      const Tensor rows = arange(static_cast<double>(new_length), kInt64).unsqueeze(1);
-      const Tensor columns = arange(static_cast<double>(past + new_length), kInt64).unsqueeze(0);
-      merged.attn_mask = le(columns, add(rows, static_cast<double>(past))).to(query.device());
+      const TensorOptions positions = TensorOptions(kInt64).device(query.device());
+      const Tensor rows = arange(static_cast<double>(new_length), positions).unsqueeze(1);
+      const Tensor columns = arange(static_cast<double>(past + new_length), positions).unsqueeze(0);
+      merged.attn_mask = le(columns, add(rows, static_cast<double>(past)));
     }
   }
   return attend(split_heads(q_proj->forward(query)), cache.keys, cache.values, merged, query);

@@ -122,7 +122,11 @@ void Module::apply_to_tensors(const std::function<Tensor(const Tensor&)>& conver
   NoGradGuard no_grad;
   std::set<const TensorImpl*> done;
   auto apply = [&](const std::string&, const Tensor& t) {
-    if (done.insert(t.impl()).second) set_data(t, convert(t));
+    if (!done.insert(t.impl()).second) return;
+    // The gradient travels with its tensor, so an optimizer step may follow the move.
+    const Tensor grad = t.grad().defined() ? convert(t.grad()) : Tensor();
+    set_data(t, convert(t));
+    t.impl()->grad = grad;
   };
   visit_tensors("", true, true, apply);
   visit_tensors("", false, true, apply);

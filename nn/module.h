@@ -58,8 +58,10 @@ class Module {
   virtual void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
-  // Moves (converts) every parameter and buffer in place: handles held elsewhere, such as a
-  // layer's `weight` member or an optimizer's parameter list, see the change.
+  // Moves (converts) every parameter and buffer in place, with its gradient: handles held
+  // elsewhere, such as a layer's `weight` member or an optimizer's parameter list, see the
+  // change. An optimizer's state (moments) is created on the parameter's device at its first
+  // step; state made before a move follows through Optimizer::to_parameter_devices.
   void to(Device device);
   void to(DType dtype);
   // Drops every parameter's gradient (the next backward starts from zero).

@@ -96,6 +96,35 @@ void Optimizer::step() {
   }
 }
 
+std::vector<std::vector<size_t>> Optimizer::with_grad_by_device(const ParamGroup& group) {
+  std::vector<Device> devices;
+  std::vector<std::vector<size_t>> lists;
+  for (size_t i = 0; i < group.params.size(); ++i) {
+    if (!group.params[i].grad().defined()) continue;
+    const Device device = group.params[i].device();
+    const size_t at = std::find(devices.begin(), devices.end(), device) - devices.begin();
+    if (at == devices.size()) {
+      devices.push_back(device);
+      lists.emplace_back();
+    }
+    lists[at].push_back(i);
+  }
+  return lists;
+}
+
+void Optimizer::to_parameter_devices() {
+  NoGradGuard no_grad;
+  size_t index = 0;
+  for (const ParamGroup& g : groups_) {
+    for (const Tensor& p : g.params) {
+      for (auto& [name, value] : state_[index]) {
+        if (name != "step") value = value.to(p.device());
+      }
+      ++index;
+    }
+  }
+}
+
 void Optimizer::zero_grad() {
   for (const ParamGroup& g : groups_) {
     for (const Tensor& p : g.params) p.impl()->grad = Tensor();

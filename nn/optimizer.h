@@ -56,6 +56,9 @@ class Optimizer {
   void step();
   // Drops every parameter's gradient (the next backward starts from zero).
   void zero_grad();
+  // Moves every per-parameter state tensor to its parameter's device (call after Module::to;
+  // state created later starts there anyway). Step counts stay on the host.
+  void to_parameter_devices();
 
   size_t num_groups() const { return groups_.size(); }
   const ParamGroup& group(size_t index) const;
@@ -95,6 +98,10 @@ class Optimizer {
   virtual void check_option(size_t group, const std::string& name, double value) const = 0;
   // Throws when a group's hyper-parameters do not fit together (nesterov without momentum).
   virtual void check_group(size_t) const {}
+
+  // The positions in group.params of the parameters that have a gradient, one list per device
+  // (in order of first appearance): each list is one fused step, one kernel table lookup.
+  static std::vector<std::vector<size_t>> with_grad_by_device(const ParamGroup& group);
 
  private:
   std::string type_name_;

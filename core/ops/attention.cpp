@@ -60,9 +60,11 @@ AttentionResult scaled_dot_product_attention_with_weights(const Tensor& q, const
   Tensor scores = mul(matmul(q, transpose(k, -2, -1)), scale);  // [..., L, S]
   if (options.is_causal) {
     // Position i may attend to j <= i: mask the strict upper triangle.
-    const Tensor rows = arange(static_cast<double>(target_length), kInt64).unsqueeze(1);
-    const Tensor columns = arange(static_cast<double>(source_length), kInt64).unsqueeze(0);
-    scores = masked_fill(scores, gt(columns, rows).to(q.device()), minus_infinity);
+    // Built on q's device: no host-to-device copy per call.
+    const TensorOptions positions = TensorOptions(kInt64).device(q.device());
+    const Tensor rows = arange(static_cast<double>(target_length), positions).unsqueeze(1);
+    const Tensor columns = arange(static_cast<double>(source_length), positions).unsqueeze(0);
+    scores = masked_fill(scores, gt(columns, rows), minus_infinity);
   } else if (options.attn_mask.defined()) {
     if (options.attn_mask.dtype() == kBool) {
       scores = masked_fill(scores, logical_not(options.attn_mask), minus_infinity);

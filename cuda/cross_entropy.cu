@@ -1,0 +1,95 @@
+// cross_entropy on CUDA, the same fused computation as core/ops/cross_entropy.cpp: the forward
+// gives each row to one block (block max, then block sum of exp(x - max), and the plain sum of
+// the logits for label smoothing); the backward needs no reduction, since the row's max and
+// log_sum are saved, so it is one elementwise pass over the logits.
+#include <cmath>
+
+#include "cuda/block_reduce.cuh"
+#include "cuda/check.h"
+#include "cuda/cross_entropy_kernels.h"
+#include "cuda/launch.h"
+
+namespace ember::cuda {
+namespace {
+
+// loss = (1 - eps) * (lse - x[target]) + eps * (lse - mean_c x[c]), lse = max + log_sum, with
+// max subtracted from x first as on the CPU. Ignored rows get loss 0.
+template <class T>
+__global__ void cross_entropy_rows(const T* logits, const int64_t* targets, T* losses, T* row_max, T* log_sum,
+                                   int64_t rows, int64_t classes, int64_t ignore_index, T smoothing) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* x = logits + row * classes;
+    T max = -std::numeric_limits<T>::infinity(), total = 0;
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      max = MaxOp<T>{}(max, x[c]);
+      total += x[c];
+    }
+    max = block_max(max);
+    if (smoothing != T(0)) total = block_sum(total);
+    T sum = 0;
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) sum += exp(x[c] - max);
+    const T log_of_sum = log(block_sum(sum));
+    if (threadIdx.x == 0) {
+      row_max[row] = max;
+      log_sum[row] = log_of_sum;
+      const int64_t target = targets[row];
+      const T nll = target == ignore_index ? T(0) : (max - x[target]) + log_of_sum;
+      const T smooth = (max - total / static_cast<T>(classes)) + log_of_sum;
+      losses[row] = target == ignore_index ? T(0)
+                    : smoothing == T(0)    ? nll
+                                           : (T(1) - smoothing) * nll + smoothing * smooth;
+    }
+  }
+}
+
+// grad = (softmax - (1 - eps) * onehot(target) - eps / C) * row_scale, 0 on ignored rows.
+template <class T>
+__global__ void cross_entropy_backward_elements(const T* logits, const int64_t* targets, const T* row_max,
+                                                const T* log_sum, const T* row_scale, T* grad_logits, int64_t rows,
+                                                int64_t classes, int64_t ignore_index, T smoothing) {
+  const T uniform = smoothing / static_cast<T>(classes), target_weight = T(1) - smoothing;
+  const int64_t total = rows * classes;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t row = i / classes, c = i % classes;
+    const int64_t target = targets[row];
+    if (target == ignore_index) {
+      grad_logits[i] = 0;
+      continue;
+    }
+    const T s = row_scale[row];
+    T g = (exp((logits[i] - row_max[row]) - log_sum[row]) - uniform) * s;
+    if (c == target) g -= target_weight * s;
+    grad_logits[i] = g;
+  }
+}
+
+}  // namespace
+
+template <class T>
+void launch_cross_entropy_forward(const T* logits, const int64_t* targets, T* losses, T* row_max, T* log_sum,
+                                  int64_t rows, int64_t classes, int64_t ignore_index, double label_smoothing) {
+  cross_entropy_rows<<<blocks_for(rows * kRowThreads, kRowThreads), kRowThreads>>>(
+      logits, targets, losses, row_max, log_sum, rows, classes, ignore_index, static_cast<T>(label_smoothing));
+  check_launch("cross_entropy");
+}
+
+template <class T>
+void launch_cross_entropy_backward(const T* logits, const int64_t* targets, const T* row_max, const T* log_sum,
+                                   const T* row_scale, T* grad_logits, int64_t rows, int64_t classes,
+                                   int64_t ignore_index, double label_smoothing) {
+  cross_entropy_backward_elements<<<blocks_for(rows * classes), kThreadsPerBlock>>>(
+      logits, targets, row_max, log_sum, row_scale, grad_logits, rows, classes, ignore_index,
+      static_cast<T>(label_smoothing));
+  check_launch("cross_entropy backward");
+}
+
+#define EMBER_INSTANTIATE(T)                                                                                    \
+  template void launch_cross_entropy_forward<T>(const T*, const int64_t*, T*, T*, T*, int64_t, int64_t, int64_t, \
+                                                double);                                                        \
+  template void launch_cross_entropy_backward<T>(const T*, const int64_t*, const T*, const T*, const T*, T*,     \
+                                                 int64_t, int64_t, int64_t, double);
+EMBER_INSTANTIATE(float)
+EMBER_INSTANTIATE(double)
+#undef EMBER_INSTANTIATE
+
+}  // namespace ember::cuda

@@ -1,0 +1,40 @@
+// dropout on CUDA with the CPU's mask, bit for bit: one thread per Philox counter draws its four
+// words with core/random.h's own philox4x32 and applies them to elements 4c .. 4c + 3, each
+// kept iff uniform_float(word) >= float(p). Under manual_seed both devices drop the same elements.
+#include "core/random.h"
+#include "cuda/check.h"
+#include "cuda/dropout_kernels.h"
+#include "cuda/launch.h"
+
+namespace ember::cuda {
+namespace {
+
+template <class T>
+__global__ void dropout_counters(const T* x, T* out, int64_t numel, float threshold, T scale, uint64_t seed,
+                                 uint64_t offset) {
+  const int64_t counters = (numel + 3) / 4;
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < counters; c += int64_t(gridDim.x) * blockDim.x) {
+    const std::array<uint32_t, 4> words = philox4x32(seed, offset + static_cast<uint64_t>(c));
+    for (int w = 0; w < 4; ++w) {
+      const int64_t i = 4 * c + w;
+      if (i >= numel) break;
+      // x * (keep * scale), as the CPU computes it: a dropped NaN stays NaN on both devices.
+      out[i] = x[i] * (static_cast<T>(uniform_float(words[w]) >= threshold) * scale);
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void launch_dropout(const T* x, T* out, int64_t numel, double p, uint64_t seed, uint64_t offset) {
+  if (numel == 0) return;
+  dropout_counters<<<blocks_for((numel + 3) / 4), kThreadsPerBlock>>>(x, out, numel, static_cast<float>(p),
+                                                                      static_cast<T>(1.0 / (1.0 - p)), seed, offset);
+  check_launch("dropout");
+}
+
+template void launch_dropout<float>(const float*, float*, int64_t, double, uint64_t, uint64_t);
+template void launch_dropout<double>(const double*, double*, int64_t, double, uint64_t, uint64_t);
+
+}  // namespace ember::cuda

@@ -1,0 +1,105 @@
+// Registers the fused CUDA optimizer steps (cuda/optimizer_steps.cu) into nn's tables: it packs
+// the parameters of a step into lists of kTensorsPerLaunch, one list per dtype, and launches one
+// kernel per list.
+#include <cmath>
+
+#include "core/ops/copy.h"
+#include "core/ops/factory.h"
+#include "cuda/optimizer_steps_kernels.h"
+#include "nn/adam.h"
+#include "nn/sgd.h"
+
+namespace ember::cuda {
+namespace {
+
+void check_contiguous(const char* op, const Tensor& x, const char* what, size_t index) {
+  EMBER_CHECK(x.is_contiguous(), "{}: the CUDA step needs contiguous tensors, but {} {} of shape {} is strided", op,
+              what, index, shape_str(x.sizes()));
+}
+
+// Calls add(list, i) for every index whose parameter has dtype T, and launch(list) for every
+// kTensorsPerLaunch of them and for the rest.
+template <class List, class Add, class Launch>
+void in_lists(std::span<const Tensor> params, DType dtype, Add add, Launch launch) {
+  List list;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].dtype() != dtype) continue;
+    add(list, i);
+    ++list.count;
+    if (list.count == kTensorsPerLaunch) {
+      launch(list);
+      list.count = 0;
+    }
+  }
+  if (list.count > 0) launch(list);
+}
+
+void adam_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<const Tensor> exp_avgs,
+                    std::span<const Tensor> exp_avg_sqs, std::span<const double> steps,
+                    const nn::AdamStepOptions& options) {
+  // A gradient may be strided (an op's backward can produce a view); the copy is the rare case.
+  std::vector<Tensor> dense_grads;
+  for (size_t i = 0; i < params.size(); ++i) {
+    check_contiguous("adam_step", params[i], "parameter", i);
+    check_contiguous("adam_step", exp_avgs[i], "exp_avg of parameter", i);
+    check_contiguous("adam_step", exp_avg_sqs[i], "exp_avg_sq of parameter", i);
+    dense_grads.push_back(contiguous(grads[i]));
+  }
+  const AdamHyperParameters hyper{options.lr,           options.beta1, options.beta2, options.eps,
+                                  options.weight_decay, options.decoupled_weight_decay};
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    visit_floating(dtype, "adam_step", [&]<class T>() {
+      in_lists<AdamTensorList<T>>(
+          params, dtype,
+          [&](AdamTensorList<T>& list, size_t i) {
+            const int at = list.count;
+            list.params[at] = params[i].data_ptr<T>();
+            list.grads[at] = dense_grads[i].data_ptr<T>();
+            list.exp_avg[at] = exp_avgs[i].data_ptr<T>();
+            list.exp_avg_sq[at] = exp_avg_sqs[i].data_ptr<T>();
+            list.sizes[at] = params[i].numel();
+            list.step_size[at] = -options.lr / (1.0 - std::pow(options.beta1, steps[i]));
+            list.bias_correction2_sqrt[at] = std::sqrt(1.0 - std::pow(options.beta2, steps[i]));
+          },
+          [&](const AdamTensorList<T>& list) { launch_adam_step<T>(list, hyper); });
+    });
+  }
+}
+EMBER_REGISTER_KERNEL(nn::kernels::adam_step, DeviceType::CUDA, adam_step_cuda);
+
+void sgd_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<Tensor> momentum_buffers,
+                   const nn::SGDStepOptions& options) {
+  std::vector<Tensor> dense_grads;
+  std::vector<bool> first_step(params.size(), false);
+  for (size_t i = 0; i < params.size(); ++i) {
+    check_contiguous("sgd_step", params[i], "parameter", i);
+    dense_grads.push_back(contiguous(grads[i]));
+    if (options.momentum == 0.0) continue;
+    if (!momentum_buffers[i].defined()) {
+      momentum_buffers[i] = empty_like(params[i]);  // written whole by the kernel's first step
+      first_step[i] = true;
+    }
+    check_contiguous("sgd_step", momentum_buffers[i], "momentum buffer of parameter", i);
+  }
+  const SGDHyperParameters hyper{options.lr, options.momentum, options.dampening, options.weight_decay,
+                                 options.nesterov};
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    visit_floating(dtype, "sgd_step", [&]<class T>() {
+      in_lists<SGDTensorList<T>>(
+          params, dtype,
+          [&](SGDTensorList<T>& list, size_t i) {
+            const int at = list.count;
+            list.params[at] = params[i].data_ptr<T>();
+            list.grads[at] = dense_grads[i].data_ptr<T>();
+            list.momentum_buffers[at] = options.momentum == 0.0 ? nullptr : momentum_buffers[i].data_ptr<T>();
+            list.sizes[at] = params[i].numel();
+            list.first_step[at] = first_step[i];
+          },
+          [&](const SGDTensorList<T>& list) { launch_sgd_step<T>(list, hyper); });
+    });
+  }
+}
+EMBER_REGISTER_KERNEL(nn::kernels::sgd_step, DeviceType::CUDA, sgd_step_cuda);
+
+}  // namespace
+}  // namespace ember::cuda

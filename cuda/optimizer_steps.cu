@@ -1,0 +1,96 @@
+// The AdamW/Adam and SGD steps on CUDA, fused: one launch updates a whole list of parameters,
+// every element read and written once. blockIdx.y picks the parameter, and a grid-stride loop
+// over blockIdx.x covers its elements (blocks past a small parameter's end just exit). The
+// arithmetic follows the CPU step of nn/adam.cpp and nn/sgd.cpp operation by operation.
+#include <cmath>
+
+#include "cuda/check.h"
+#include "cuda/launch.h"
+#include "cuda/optimizer_steps_kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+template <class T>
+__global__ void adam_step_kernel(AdamTensorList<T> list, AdamHyperParameters options) {
+  const int t = blockIdx.y;
+  T* param = list.params[t];
+  const T* grad = list.grads[t];
+  T* m = list.exp_avg[t];
+  T* v = list.exp_avg_sq[t];
+  const T decay = static_cast<T>(options.weight_decay);
+  const T shrink = static_cast<T>(1.0 - options.lr * options.weight_decay);
+  const T beta1 = static_cast<T>(options.beta1), beta2 = static_cast<T>(options.beta2);
+  const T one_minus_beta1 = static_cast<T>(1.0 - options.beta1), one_minus_beta2 = static_cast<T>(1.0 - options.beta2);
+  const T eps = static_cast<T>(options.eps), step_size = static_cast<T>(list.step_size[t]);
+  const T correction2 = static_cast<T>(list.bias_correction2_sqrt[t]);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < list.sizes[t];
+       i += int64_t(gridDim.x) * blockDim.x) {
+    T p = param[i], g = grad[i];
+    if (options.weight_decay != 0.0) {
+      if (options.decoupled_weight_decay) {
+        p = p * shrink;
+      } else {
+        g = g + p * decay;
+      }
+    }
+    const T m_new = m[i] * beta1 + g * one_minus_beta1;
+    const T v_new = v[i] * beta2 + (g * g) * one_minus_beta2;
+    m[i] = m_new;
+    v[i] = v_new;
+    param[i] = p + (m_new / (sqrt(v_new) / correction2 + eps)) * step_size;
+  }
+}
+
+template <class T>
+__global__ void sgd_step_kernel(SGDTensorList<T> list, SGDHyperParameters options) {
+  const int t = blockIdx.y;
+  T* param = list.params[t];
+  const T* grad = list.grads[t];
+  T* buffer = list.momentum_buffers[t];
+  const bool first = list.first_step[t];
+  const T decay = static_cast<T>(options.weight_decay), momentum = static_cast<T>(options.momentum);
+  const T keep = static_cast<T>(1.0 - options.dampening), minus_lr = static_cast<T>(-options.lr);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < list.sizes[t];
+       i += int64_t(gridDim.x) * blockDim.x) {
+    T direction = grad[i];
+    if (options.weight_decay != 0.0) direction = direction + param[i] * decay;
+    if (buffer != nullptr) {
+      const T b = first ? direction : buffer[i] * momentum + direction * keep;
+      buffer[i] = b;
+      direction = options.nesterov ? direction + b * momentum : b;
+    }
+    param[i] = param[i] + direction * minus_lr;
+  }
+}
+
+// A grid over the largest parameter of the list, one row of blocks per parameter.
+template <class List>
+dim3 grid_for(const List& list) {
+  int64_t largest = 1;
+  for (int t = 0; t < list.count; ++t) largest = largest > list.sizes[t] ? largest : list.sizes[t];
+  return dim3(blocks_for(largest), static_cast<unsigned int>(list.count));
+}
+
+}  // namespace
+
+template <class T>
+void launch_adam_step(const AdamTensorList<T>& list, const AdamHyperParameters& options) {
+  if (list.count == 0) return;
+  adam_step_kernel<<<grid_for(list), kThreadsPerBlock>>>(list, options);
+  check_launch("adam_step");
+}
+
+template <class T>
+void launch_sgd_step(const SGDTensorList<T>& list, const SGDHyperParameters& options) {
+  if (list.count == 0) return;
+  sgd_step_kernel<<<grid_for(list), kThreadsPerBlock>>>(list, options);
+  check_launch("sgd_step");
+}
+
+template void launch_adam_step<float>(const AdamTensorList<float>&, const AdamHyperParameters&);
+template void launch_adam_step<double>(const AdamTensorList<double>&, const AdamHyperParameters&);
+template void launch_sgd_step<float>(const SGDTensorList<float>&, const SGDHyperParameters&);
+template void launch_sgd_step<double>(const SGDTensorList<double>&, const SGDHyperParameters&);
+
+}  // namespace ember::cuda

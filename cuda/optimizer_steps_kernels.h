@@ -1,0 +1,52 @@
+// Launchers of the fused optimizer steps (cuda/optimizer_steps.cu): a "multi-tensor apply" that
+// updates up to kTensorsPerLaunch parameters in one launch. The lists travel to the kernel as
+// a by-value argument (under the 4 KiB kernel-argument limit), so a step needs no device
+// allocation and no host-to-device copy. float and double; every tensor contiguous.
+#pragma once
+
+#include <cstdint>
+
+namespace ember::cuda {
+
+inline constexpr int kTensorsPerLaunch = 24;
+
+template <class T>
+struct AdamTensorList {
+  int count = 0;
+  T* params[kTensorsPerLaunch];
+  const T* grads[kTensorsPerLaunch];
+  T* exp_avg[kTensorsPerLaunch];
+  T* exp_avg_sq[kTensorsPerLaunch];
+  int64_t sizes[kTensorsPerLaunch];
+  // Per parameter, as its step count differs: -lr / (1 - beta1^t) and sqrt(1 - beta2^t).
+  double step_size[kTensorsPerLaunch];
+  double bias_correction2_sqrt[kTensorsPerLaunch];
+};
+
+struct AdamHyperParameters {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool decoupled_weight_decay;
+};
+
+template <class T>
+void launch_adam_step(const AdamTensorList<T>& list, const AdamHyperParameters& options);
+
+template <class T>
+struct SGDTensorList {
+  int count = 0;
+  T* params[kTensorsPerLaunch];
+  const T* grads[kTensorsPerLaunch];
+  T* momentum_buffers[kTensorsPerLaunch];  // null when momentum is 0
+  int64_t sizes[kTensorsPerLaunch];
+  bool first_step[kTensorsPerLaunch];  // the buffer is new: it becomes the direction
+};
+
+struct SGDHyperParameters {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov;
+};
+
+template <class T>
+void launch_sgd_step(const SGDTensorList<T>& list, const SGDHyperParameters& options);
+
+}  // namespace ember::cuda

@@ -1,0 +1,18 @@
+// Launchers of the softmax and log_softmax kernels (cuda/softmax.cu), on raw pointers so that
+// g++ can call what nvcc compiled. Inputs are contiguous, seen as [outer, n, inner]; the op
+// runs along n. Defined for float and double.
+#pragma once
+
+#include <cstdint>
+
+namespace ember::cuda {
+
+template <class T>
+void launch_softmax_forward(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log);
+
+// softmax: grad_x = y * (grad_y - sum(grad_y * y)); log_softmax: grad_x = grad_y - exp(y) * sum(grad_y).
+template <class T>
+void launch_softmax_backward(const T* grad_y, const T* y, T* grad_x, int64_t outer, int64_t n, int64_t inner,
+                             bool log);
+
+}  // namespace ember::cuda

@@ -1,0 +1,20 @@
+// Registers the CUDA sort kernel (cuda/sort.cu) behind sort, argsort and topk; core/ops/sort.cpp
+// has moved the sorted dim last and made the rows contiguous.
+#include "core/ops/sort.h"
+#include "cuda/sort_kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+void sort_cuda(const Tensor& values, const Tensor& indices, const Tensor& x, bool descending) {
+  if (values.numel() == 0) return;
+  const int64_t length = x.sizes().back(), k = values.sizes().back();
+  visit_numeric(x.dtype(), "sort", [&]<class T>() {
+    launch_sort<T>(x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(), x.numel() / length, length, k,
+                   descending);
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::sort, DeviceType::CUDA, sort_cuda);
+
+}  // namespace
+}  // namespace ember::cuda

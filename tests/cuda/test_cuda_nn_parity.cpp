@@ -1,0 +1,297 @@
+// Parity of the transformer ops on CUDA with the CPU, forward and backward: matmul, bmm and
+// linear (cuBLAS, transposed and broadcast operands), softmax, log_softmax, layer_norm,
+// cross_entropy, embedding, dropout (the same mask), index ops, sort and topk, and
+// scaled_dot_product_attention with its masks; then the kernels called directly on poisoned
+// outputs, so an element a kernel forgets to write shows up.
+#include <cmath>
+#include <limits>
+
+#include "op_parity.h"
+
+namespace ember::testing::cuda {
+namespace {
+
+constexpr double kProduct = kReductionTolerance;
+constexpr double kElementwise = kElementwiseTolerance;
+
+TEST_CASE("matmul, bmm and linear match the CPU, transposes and broadcast batches included") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    INFO("dtype " << dtype_name(dtype));
+    auto product = [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); };
+    check_op("matmul 2-D", {leaf({17, 33}, dtype), leaf({33, 9}, dtype)}, product, kProduct);
+    check_op("matmul a^T b^T", {leaf({33, 17}, dtype), leaf({9, 33}, dtype)},
+             [](const std::vector<Tensor>& in) { return matmul(in[0].t(), in[1].t()); }, kProduct);
+    check_op("matmul N-D x 2-D", {leaf({3, 5, 7, 16}, dtype), leaf({16, 6}, dtype)}, product, kProduct);
+    check_op("matmul broadcast batch", {leaf({2, 1, 7, 16}, dtype), leaf({3, 16, 5}, dtype)}, product, kProduct);
+    check_op("matmul vector", {leaf({16}, dtype), leaf({4, 16, 5}, dtype)}, product, kProduct);
+    check_op("matmul matrix-vector", {leaf({6, 16}, dtype), leaf({16}, dtype)}, product, kProduct);
+    check_op("bmm", {leaf({4, 7, 16}, dtype), leaf({4, 16, 5}, dtype)},
+             [](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); }, kProduct);
+    check_op("bmm transposed views", {leaf({4, 16, 7}, dtype), leaf({4, 5, 16}, dtype)},
+             [](const std::vector<Tensor>& in) { return bmm(in[0].transpose(1, 2), in[1].transpose(1, 2)); },
+             kProduct);
+    check_op("linear", {leaf({2, 5, 24}, dtype), leaf({12, 24}, dtype), leaf({12}, dtype)},
+             [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); }, kProduct);
+    check_op("linear without bias", {leaf({5, 24}, dtype), leaf({12, 24}, dtype)},
+             [](const std::vector<Tensor>& in) { return linear(in[0], in[1], Tensor()); }, kProduct);
+  }
+}
+
+TEST_CASE("softmax and log_softmax match the CPU along the last dim and along an inner dim") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    for (const int64_t dim : {-1, 1}) {
+      INFO("dtype " << dtype_name(dtype) << ", dim " << dim);
+      check_op("softmax", {leaf({3, 37, 300}, dtype)},
+               [dim](const std::vector<Tensor>& in) { return softmax(mul(in[0], 4.0), dim); }, kReductionTolerance);
+      check_op("log_softmax", {leaf({3, 37, 300}, dtype)},
+               [dim](const std::vector<Tensor>& in) { return log_softmax(mul(in[0], 4.0), dim); },
+               kReductionTolerance);
+    }
+  }
+  // Masked entries (-inf) give exactly 0, as attention's masks need.
+  Tensor scores = randn({4, 10});
+  const Tensor masked = gt(arange(10.0).unsqueeze(0), 6.0);
+  scores = masked_fill(scores, masked, -std::numeric_limits<double>::infinity());
+  check_parity(softmax(scores.to(kGPU), -1), softmax(scores, -1), kReductionTolerance, "softmax with -inf");
+}
+
+TEST_CASE("layer_norm matches the CPU, with and without weight and bias") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    INFO("dtype " << dtype_name(dtype));
+    check_op("layer_norm", {leaf({4, 9, 96}, dtype), leaf({96}, dtype), leaf({96}, dtype)},
+             [](const std::vector<Tensor>& in) { return layer_norm(add(in[0], 3.0), {96}, in[1], in[2]); },
+             kReductionTolerance);
+    check_op("layer_norm over two dims", {leaf({5, 6, 40}, dtype)},
+             [](const std::vector<Tensor>& in) { return layer_norm(in[0], {6, 40}); }, kReductionTolerance);
+    check_op("layer_norm, many rows", {leaf({700, 33}, dtype), leaf({33}, dtype), leaf({33}, dtype)},
+             [](const std::vector<Tensor>& in) { return layer_norm(in[0], {33}, in[1], in[2]); },
+             kReductionTolerance);
+  }
+}
+
+TEST_CASE("cross_entropy matches the CPU with ignore_index, label smoothing and every reduction") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    INFO("dtype " << dtype_name(dtype));
+    Tensor targets = randint(0, 50, {6, 7});
+    targets = where(gt(rand({6, 7}), 0.8), full({6, 7}, -100.0, kInt64), targets);  // some ignored
+    for (const double smoothing : {0.0, 0.1}) {
+      for (const Reduction reduction : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
+        INFO("label_smoothing " << smoothing << ", reduction " << static_cast<int>(reduction));
+        check_op("cross_entropy", {leaf({6, 7, 50}, dtype), targets},
+                 [=](const std::vector<Tensor>& in) {
+                   return cross_entropy(mul(in[0], 3.0), in[1], {.label_smoothing = smoothing, .reduction = reduction});
+                 },
+                 kReductionTolerance);
+      }
+    }
+  }
+}
+
+TEST_CASE("embedding matches the CPU, repeated ids and the padding row included") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    INFO("dtype " << dtype_name(dtype));
+    const Tensor ids = randint(0, 11, {5, 13});  // 65 ids over 11 rows: many repeats
+    check_op("embedding", {leaf({11, 24}, dtype), ids},
+             [](const std::vector<Tensor>& in) { return embedding(in[0], in[1], std::nullopt); }, kElementwise);
+    check_op("embedding with padding_idx", {leaf({11, 24}, dtype), ids},
+             [](const std::vector<Tensor>& in) { return embedding(in[0], in[1], 3); }, kElementwise);
+  }
+}
+
+TEST_CASE("dropout draws the same mask on both devices under manual_seed") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    for (const int64_t numel : {int64_t{1}, int64_t{7}, int64_t{4099}}) {
+      INFO("dtype " << dtype_name(dtype) << ", numel " << numel);
+      manual_seed(seed);
+      const Tensor x = leaf({numel}, dtype);
+      const Tensor x_gpu = x.detach().to(kGPU).requires_grad_(true);
+      manual_seed(seed + 1);
+      const Tensor cpu_out = dropout(x, 0.3);
+      manual_seed(seed + 1);
+      const Tensor gpu_out = dropout(x_gpu, 0.3);
+      // The same mask: the same zeros, and the kept values scaled alike.
+      CHECK(eq(gpu_out.cpu(), 0.0).to_vector<bool>() == eq(cpu_out, 0.0).to_vector<bool>());
+      check_parity(gpu_out, cpu_out, kElementwise, "dropout forward");
+      const Tensor grad = randn({numel}, dtype);
+      cpu_out.backward(grad);
+      gpu_out.backward(grad.to(kGPU));
+      check_parity(x_gpu.grad(), x.grad(), kElementwise, "dropout backward");
+    }
+  }
+}
+
+TEST_CASE("index_select and gather match the CPU, with their scatter-add backwards") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    INFO("dtype " << dtype_name(dtype));
+    const Tensor rows = randint(0, 9, {14});
+    check_op("index_select dim 0", {leaf({9, 5, 3}, dtype), rows},
+             [](const std::vector<Tensor>& in) { return index_select(in[0], 0, in[1]); }, kElementwise);
+    check_op("index_select dim 1", {leaf({4, 9, 3}, dtype), rows},
+             [](const std::vector<Tensor>& in) { return index_select(in[0], 1, in[1]); }, kElementwise);
+    const Tensor index = randint(0, 6, {4, 6, 5});
+    check_op("gather", {leaf({4, 6, 5}, dtype), index},
+             [](const std::vector<Tensor>& in) { return gather(in[0], 1, in[1]); }, kElementwise);
+    // A strided input (a transposed view) and an index smaller than the input.
+    check_op("gather strided", {leaf({5, 6, 4}, dtype), randint(0, 6, {3, 6, 2})},
+             [](const std::vector<Tensor>& in) { return gather(in[0].transpose(0, 2), 1, in[1]); }, kElementwise);
+  }
+  const Tensor values = randint(0, 100, {6, 8});
+  check_parity(index_select(values.to(kGPU), 1, tensor<int64_t>({7, 0, 7}).to(kGPU)),
+               index_select(values, 1, tensor<int64_t>({7, 0, 7})), 0.0, "index_select int64");
+}
+
+TEST_CASE("sort and topk match the CPU: values, positions and their gradient") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    INFO("dtype " << dtype_name(dtype));
+    for (const bool descending : {false, true}) {
+      const Tensor x = leaf({5, 300}, dtype);
+      const ValuesIndices cpu = sort(x, -1, descending);
+      const ValuesIndices gpu = sort(x.detach().to(kGPU), -1, descending);
+      check_parity(gpu.values, cpu.values, 0.0, "sort values");
+      check_parity(gpu.indices, cpu.indices, 0.0, "sort indices");
+    }
+    check_op("topk", {leaf({6, 1000}, dtype)},
+             [](const std::vector<Tensor>& in) { return topk(in[0], 5).values; }, kElementwise);
+    check_op("topk along dim 0, smallest", {leaf({40, 6}, dtype)},
+             [](const std::vector<Tensor>& in) { return topk(in[0], 3, 0, false).values; }, kElementwise);
+  }
+  // Ties keep their order (a stable sort), and NaN sorts as the largest value.
+  const Tensor ties = tensor<float>({2, 1, 2, NAN, 1, 2}, {1, 6});
+  for (const bool descending : {false, true}) {
+    const ValuesIndices cpu = sort(ties, -1, descending);
+    const ValuesIndices gpu = sort(ties.to(kGPU), -1, descending);
+    CHECK(gpu.indices.to_vector<int64_t>() == cpu.indices.to_vector<int64_t>());
+  }
+}
+
+TEST_CASE("scaled_dot_product_attention matches the CPU with causal, boolean, additive and padding masks") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  auto attention = [](AttentionOptions options) {
+    return [options](const std::vector<Tensor>& in) {
+      AttentionOptions on_device = options;
+      if (on_device.attn_mask.defined()) on_device.attn_mask = on_device.attn_mask.to(in[0].device());
+      return scaled_dot_product_attention(in[0], in[1], in[2], on_device);
+    };
+  };
+  const std::vector<Tensor> inputs{leaf({2, 3, 7, 16}), leaf({2, 3, 9, 16}), leaf({2, 3, 9, 8})};
+  check_op("attention", inputs, attention({}), kReductionTolerance);
+  check_op("attention, causal", {leaf({2, 3, 9, 16}), leaf({2, 3, 9, 16}), leaf({2, 3, 9, 8})},
+           attention({.is_causal = true}), kReductionTolerance);
+  // Padding: the last three keys of batch row 1 are masked (true = may attend).
+  Tensor may_attend = ones({2, 1, 1, 9}, kBool);
+  may_attend = logical_and(may_attend, logical_not(logical_and(eq(arange(2.0).view({2, 1, 1, 1}), 1.0),
+                                                               ge(arange(9.0).view({1, 1, 1, 9}), 6.0))));
+  check_op("attention, bool padding mask", inputs, attention({.attn_mask = may_attend}), kReductionTolerance);
+  check_op("attention, additive mask", inputs, attention({.attn_mask = randn({7, 9})}), kReductionTolerance);
+}
+
+TEST_CASE("AdamW, Adam and SGD take the same steps on both devices") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  // Three parameters of different sizes (one larger than a block's grid-stride step).
+  const std::vector<Tensor> initial{randn({300, 70}), randn({70}), randn({3, 4}, kFloat64)};
+  auto run = [&](Device device, auto make_optimizer) {
+    std::vector<Tensor> params;
+    for (const Tensor& p : initial) params.push_back(p.to(device).clone().requires_grad_(true));
+    auto optimizer = make_optimizer(params);
+    for (int step = 0; step < 3; ++step) {
+      manual_seed(seed + step);
+      for (Tensor& p : params) p.mutable_grad() = randn(p.sizes(), p.dtype()).to(device);
+      optimizer.step();
+    }
+    return params;
+  };
+  auto compare = [&](const char* what, auto make_optimizer) {
+    const std::vector<Tensor> cpu = run(kCPU, make_optimizer), gpu = run(kGPU, make_optimizer);
+    for (size_t i = 0; i < cpu.size(); ++i) check_parity(gpu[i], cpu[i], kElementwise, what);
+  };
+  compare("AdamW", [](std::vector<Tensor> p) { return nn::AdamW(p, {.lr = 1e-2, .weight_decay = 0.1}); });
+  compare("Adam", [](std::vector<Tensor> p) { return nn::Adam(p, {.lr = 1e-2, .weight_decay = 0.1}); });
+  compare("SGD", [](std::vector<Tensor> p) { return nn::SGD(p, {.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01}); });
+  compare("SGD nesterov", [](std::vector<Tensor> p) {
+    return nn::SGD(p, {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+  });
+  compare("SGD plain", [](std::vector<Tensor> p) { return nn::SGD(p, {.lr = 0.1}); });
+}
+
+// The kernels on outputs filled with NaN beforehand: every element must be written.
+TEST_CASE("the kernels write every element of their outputs") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  const Tensor x = randn({6, 40}).to(kGPU);
+  {
+    const Tensor out = poisoned({6, 40});
+    kernels::softmax[kGPU](out, x, 6, 40, 1, false);
+    check_parity(out, softmax(x.cpu(), -1), kReductionTolerance, "softmax kernel");
+    const Tensor columns = poisoned({6, 40});
+    kernels::softmax[kGPU](columns, x, 2, 3, 40, true);
+    check_parity(columns, log_softmax(x.cpu().view({2, 3, 40}), 1).view({6, 40}), kReductionTolerance,
+                 "log_softmax kernel, inner dim");
+  }
+  {
+    const Tensor y = poisoned({6, 40}), mean = poisoned({6}), rstd = poisoned({6});
+    kernels::layer_norm[kGPU](y, mean, rstd, x, Tensor(), Tensor(), 1e-5);
+    check_parity(y, layer_norm(x.cpu(), {40}), kReductionTolerance, "layer_norm kernel");
+    const Tensor grad_x = poisoned({6, 40}), grad_w = poisoned({40}), grad_b = poisoned({40});
+    const Tensor ones_weight = ones({40}).to(kGPU);
+    kernels::layer_norm_backward[kGPU](grad_x, grad_w, grad_b, x, x, mean, rstd, ones_weight);
+    CHECK(all(isfinite(grad_x.cpu())).item<bool>());
+    CHECK(all(isfinite(grad_w.cpu())).item<bool>());
+    check_parity(grad_b, sum(x.cpu(), {0}), kReductionTolerance, "layer_norm grad_bias kernel");
+  }
+  {
+    const Tensor targets = randint(0, 40, {6}).to(kGPU);
+    const Tensor losses = poisoned({6}), row_max = poisoned({6}), log_sum = poisoned({6});
+    kernels::cross_entropy[kGPU](losses, row_max, log_sum, x, targets, -100, 0.0);
+    check_parity(losses, cross_entropy(x.cpu(), targets.cpu(), {.reduction = Reduction::None}), kReductionTolerance,
+                 "cross_entropy kernel");
+    const Tensor grad = poisoned({6, 40});
+    kernels::cross_entropy_backward[kGPU](grad, ones({6}).to(kGPU), x, targets, row_max, log_sum, -100, 0.0);
+    CHECK(all(isfinite(grad.cpu())).item<bool>());
+  }
+  {
+    const Tensor ids = randint(0, 6, {9}).to(kGPU);
+    const Tensor out = poisoned({9, 40});
+    kernels::embedding[kGPU](out, x, ids);
+    check_parity(out, embedding(x.cpu(), ids.cpu()), 0.0, "embedding kernel");
+  }
+  {
+    const Tensor out = poisoned({6, 40});
+    const PhiloxState state{seed, 5};
+    kernels::dropout[kGPU](out, x, 0.5, state);
+    const Tensor expected = empty({6, 40});
+    kernels::dropout[kCPU](expected, x.cpu(), 0.5, state);
+    check_parity(out, expected, 0.0, "dropout kernel");
+  }
+  {
+    const Tensor out = poisoned({6, 9});
+    kernels::gemm[kGPU](out, x, randn({40, 9}).to(kGPU), 0.0);
+    CHECK(all(isfinite(out.cpu())).item<bool>());
+  }
+  {
+    const Tensor values = poisoned({6, 4}), indices = full({6, 4}, -1.0, TensorOptions(kInt64).device(kGPU));
+    kernels::sort[kGPU](values, indices, x, true);
+    check_parity(values, topk(x.cpu(), 4).values, 0.0, "sort kernel");
+    CHECK(indices.cpu().to_vector<int64_t>() == topk(x.cpu(), 4).indices.to_vector<int64_t>());
+  }
+}
+
+}  // namespace
+}  // namespace ember::testing::cuda
