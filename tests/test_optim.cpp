@@ -168,6 +168,26 @@ TEST_CASE("float32 parameters follow the reference to float precision") {
   check_close(w, tensor<double>(expected, {3}), 1e-5, 1e-5);
 }
 
+TEST_CASE("AdamW's fused step and its op-by-op form (non-contiguous parameters) agree") {
+  // The same values as a contiguous parameter and as a transposed view of a leaf: the CPU step
+  // takes the fused loop for the first and the ops for the second.
+  const Tensor start = randn({6, 4}, kFloat64);
+  Tensor contiguous_w = start.clone().requires_grad_();
+  Tensor strided_w = start.t().contiguous().t().detach().requires_grad_();
+  REQUIRE_FALSE(strided_w.is_contiguous());
+  nn::AdamW fused({contiguous_w}, {.lr = 0.05, .weight_decay = 0.1});
+  nn::AdamW with_ops({strided_w}, {.lr = 0.05, .weight_decay = 0.1});
+  const Tensor target = randn({6, 4}, kFloat64);
+  for (int step = 0; step < 3; ++step) {
+    for (auto [w, optimizer] : {std::pair{&contiguous_w, &fused}, std::pair{&strided_w, &with_ops}}) {
+      optimizer->zero_grad();
+      mul(sub(*w, target), sub(*w, target)).sum().backward();
+      optimizer->step();
+    }
+  }
+  check_close(strided_w, contiguous_w, 1e-14, 1e-12);
+}
+
 TEST_CASE("parameter groups keep their own learning rate and weight decay") {
   Tensor first = parameter(kStart), second = parameter(kStart);
   nn::Adam optimizer({nn::ParamGroup{{first}, {{"lr", 0.1}}},

@@ -11,10 +11,10 @@ namespace ember {
 struct AttentionOptions {
   // Bool mask (true = may attend) or float mask (added to the scores), broadcastable to
   // [..., L, S]. Undefined for none.
-  Tensor attn_mask;
+  Tensor attn_mask = Tensor();
   double dropout_p = 0.0;  // applied to the weights; pass 0 in evaluation
   bool is_causal = false;  // position i attends to positions <= i (cannot combine with attn_mask)
-  std::optional<double> scale;  // defaults to 1/sqrt(head dim)
+  std::optional<double> scale = std::nullopt;  // defaults to 1/sqrt(head dim)
 };
 
 struct AttentionResult {
