@@ -14,12 +14,12 @@ namespace {
 
 // 64-byte aligned so vector loads never straddle cache lines.
 //
-// Large blocks are kept when freed and handed out again for the same size class. glibc gives
-// big frees back to the OS (munmap, heap trimming), and a training step that allocates them
-// again then takes a page fault for every 4 KiB, each page zeroed by the kernel: 56,000 faults
-// (220 MB) per step of the reference classifier (benchmarks/side_by_side) before this cache.
-// A warm step finds every large block it needs here. Small blocks are left to malloc, whose
-// bins already reuse them. Builds with AddressSanitizer skip the cache, so that a
+// Blocks of 16 KiB and more are kept when freed and handed out again for the same size class.
+// glibc gives such frees back to the OS (blocks from 128 KiB up are mapped and unmapped one by
+// one; its heap is trimmed), and a training step that allocates them again then takes a page
+// fault for every 4 KiB, each page zeroed by the kernel: 56,000 faults (220 MB) per step of the
+// reference classifier (benchmarks/side_by_side) before this cache. A warm step finds every
+// block it needs here. Smaller blocks are left to malloc, whose bins reuse them. Builds with AddressSanitizer skip the cache, so that a
 // use-after-free is still caught.
 class CpuAllocator final : public Allocator {
  public:
@@ -62,7 +62,7 @@ class CpuAllocator final : public Allocator {
 #else
   static constexpr bool kCacheEnabled = true;
 #endif
-  static constexpr size_t kCachedMin = size_t{1} << 20;   // 1 MiB
+  static constexpr size_t kCachedMin = size_t{16} << 10;  // 16 KiB
   static constexpr size_t kCacheLimit = size_t{2} << 30;  // idle cached bytes at most: 2 GiB
 
   // Small sizes round to 64 bytes. Large ones round up to one of 8 classes per power of two

@@ -136,7 +136,8 @@ def compare(args, workload):
     flops = step_matmul_flops(workload, 32, 0, 256, 0)
     summary = {"workload": workload, "torch_config": config_name(config), "torch_config_key": config,
                "torch_search": {config_name(c): ms for c, ms in search.items()},
-               "matmul_gflop_per_step": flops / 1e9, "profile": profile["profile"]}
+               "matmul_gflop_per_step": flops / 1e9, "profile": profile["profile"],
+               "profiled_step_ms": profile["profiled_step_ms"]}
     for library, results in runs.items():
         all_steps = [ms for result in results for ms in result["step_ms"]]
         ms = median(all_steps)
@@ -217,7 +218,7 @@ def report(args, info, ceiling, summaries, sweep_rows):
     say(f"- machine: {info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB; {info['os']}")
     say(f"- ember {info['ember_commit']}; PyTorch {info['torch']}; {info['date']}; load average before: "
         f"{info['load_before']}")
-    say(f"- each workload: {args.rounds} rounds, each a fresh ember process then a fresh PyTorch process, "
+    say(f"- each workload: {args.rounds} round{'s' if args.rounds > 1 else ''}, each a fresh ember process then a fresh PyTorch process, "
         f"{args.warmup} warm-up and {args.steps} timed steps each; the median is over all timed steps")
     sizes = ", ".join("n={}: {:.0f}".format(size["n"], size["gflops"]) for size in ceiling["sizes"])
     say(f"- sgemm ceiling (cblas_sgemm alone, square sizes, best of each): {ceiling['sgemm_gflops']:.0f} GFLOP/s "
@@ -249,16 +250,18 @@ def report(args, info, ceiling, summaries, sweep_rows):
     say("## Where ember's step goes")
     say("")
     for s in summaries:
-        step_ms = s["ember"]["median_ms"]
+        step_ms = s["profiled_step_ms"]
         matmul = next((op for op in s["profile"] if op["op"] == "matmul"), None)
         kernels_ms = sum(op["ms"] for op in s["profile"])
         say(f"### {s['workload']}")
+        say("")
+        say(f"Each op's kernel time per step while profiling ({args.steps} steps, median step {step_ms:.1f} ms):")
         say("")
         say("| op | calls/step | ms/step | share of step |")
         say("|---|---:|---:|---:|")
         for op in s["profile"][:12]:
             say(f"| {op['op']} | {op['calls']} | {op['ms']:.1f} | {100 * op['ms'] / step_ms:.0f}% |")
-        say(f"| (outside kernels: autograd, allocation, Python-free glue) | | {max(0.0, step_ms - kernels_ms):.1f} | "
+        say(f"| (outside the kernels: autograd bookkeeping, allocation, shape checks) | | {max(0.0, step_ms - kernels_ms):.1f} | "
             f"{100 * max(0.0, step_ms - kernels_ms) / step_ms:.0f}% |")
         say("")
         if matmul:
