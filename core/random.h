@@ -6,6 +6,14 @@
 #include <array>
 #include <cstdint>
 
+// The Philox functions below are compiled for the GPU too (cuda/factory.cu), so that a CUDA
+// draw gives the very numbers of the CPU draw. This header must stay free of fmt for nvcc.
+#if defined(__CUDACC__)
+#define EMBER_HOST_DEVICE __host__ __device__
+#else
+#define EMBER_HOST_DEVICE
+#endif
+
 namespace ember {
 
 // Makes every later random op (rand, randn, randint, dropout, parameter init) repeatable.
@@ -36,7 +44,7 @@ class Generator {
 // Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", 2011): four
 // random 32-bit words for (key, counter). Ten rounds of two 32x32->64-bit products; inline so
 // that kernels drawing many counters at once (philox4x32_block) compile to vector code.
-inline std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter) {
+EMBER_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter) {
   constexpr uint32_t kMultiplier0 = 0xD2511F53u, kMultiplier1 = 0xCD9E8D57u;
   constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
   uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
@@ -88,14 +96,14 @@ inline void philox4x32_block(uint64_t key, uint64_t first_counter, uint32_t* wor
 }
 
 // Random word `i` of a draw: word i % 4 of counter offset + i / 4.
-inline uint32_t random_word(const PhiloxState& state, uint64_t i) {
+EMBER_HOST_DEVICE inline uint32_t random_word(const PhiloxState& state, uint64_t i) {
   return philox4x32(state.seed, state.offset + i / 4)[i % 4];
 }
 
 // A uniform float in [0, 1) from a 32-bit word (24 bits of mantissa).
-inline float uniform_float(uint32_t word) { return static_cast<float>(word >> 8) * (1.0f / 16777216.0f); }
+EMBER_HOST_DEVICE inline float uniform_float(uint32_t word) { return static_cast<float>(word >> 8) * (1.0f / 16777216.0f); }
 // A uniform double in [0, 1) from two words (53 bits).
-inline double uniform_double(uint32_t high, uint32_t low) {
+EMBER_HOST_DEVICE inline double uniform_double(uint32_t high, uint32_t low) {
   const uint64_t bits = (static_cast<uint64_t>(high) << 21) ^ (low >> 11);
   return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
