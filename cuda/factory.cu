@@ -1,10 +1,7 @@
-// Factories on the GPU: fill, arange, and the random draws. The random kernels call the very
-// Philox functions of core/random.h and map elements to random words as core/ops/factory.cpp
-// does, so after manual_seed(n) a CUDA draw holds the same numbers as a CPU draw.
-#include <cmath>
-#include <numbers>
-#include <type_traits>
-
+// Factories on the GPU: fill, arange, and the random draws. The random kernels compute each
+// element with the functions the CPU kernels use (core/random_elements.h), so after
+// manual_seed(n) a CUDA draw holds the same numbers as a CPU draw.
+#include "core/random_elements.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/factory_kernels.h"
 
@@ -29,45 +26,20 @@ __global__ void arange_kernel(T* out, int64_t n, double start, double step) {
   EMBER_GRID_STRIDE_LOOP(i, n) out[i] = static_cast<T>(__dadd_rn(start, __dmul_rn(static_cast<double>(i), step)));
 }
 
-// Element i of a float32 draw uses word i; of a float64 draw, words 2i and 2i+1.
+// The random kernels: element i takes the value core/random_elements.h gives it.
 template <class T>
 __global__ void uniform_kernel(T* out, int64_t n, PhiloxState state) {
-  EMBER_GRID_STRIDE_LOOP(i, n) {
-    const uint64_t k = static_cast<uint64_t>(i);
-    if constexpr (std::is_same_v<T, float>) {
-      out[i] = uniform_float(random_word(state, k));
-    } else {
-      out[i] = uniform_double(random_word(state, 2 * k), random_word(state, 2 * k + 1));
-    }
-  }
+  EMBER_GRID_STRIDE_LOOP(i, n) out[i] = uniform_element<T>(state, static_cast<uint64_t>(i));
 }
 
-// Box-Muller: element i of a float32 draw uses words 2i and 2i+1; of a float64 draw, 4i..4i+3.
 template <class T>
 __global__ void normal_kernel(T* out, int64_t n, PhiloxState state) {
-  EMBER_GRID_STRIDE_LOOP(i, n) {
-    const uint64_t k = static_cast<uint64_t>(i);
-    double u1, u2;
-    if constexpr (std::is_same_v<T, float>) {
-      u1 = uniform_float(random_word(state, 2 * k));
-      u2 = uniform_float(random_word(state, 2 * k + 1));
-    } else {
-      const auto words = philox4x32(state.seed, state.offset + k);
-      u1 = uniform_double(words[0], words[1]);
-      u2 = uniform_double(words[2], words[3]);
-    }
-    out[i] = static_cast<T>(sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * std::numbers::pi * u2));
-  }
+  EMBER_GRID_STRIDE_LOOP(i, n) out[i] = normal_element<T>(state, static_cast<uint64_t>(i));
 }
 
-// Element i uses words 2i and 2i+1 as one 64-bit number.
 template <class T>
 __global__ void randint_kernel(T* out, int64_t n, int64_t low, int64_t range, PhiloxState state) {
-  EMBER_GRID_STRIDE_LOOP(i, n) {
-    const uint64_t k = static_cast<uint64_t>(i);
-    const uint64_t bits = (static_cast<uint64_t>(random_word(state, 2 * k)) << 32) | random_word(state, 2 * k + 1);
-    out[i] = static_cast<T>(low + static_cast<int64_t>(bits % static_cast<uint64_t>(range)));
-  }
+  EMBER_GRID_STRIDE_LOOP(i, n) out[i] = randint_element<T>(state, static_cast<uint64_t>(i), low, range);
 }
 
 #undef EMBER_GRID_STRIDE_LOOP

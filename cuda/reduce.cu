@@ -62,14 +62,19 @@ __device__ State reduce_strip(const T* base, int64_t n, int64_t stride, bool coo
 }
 
 template <class T>
-struct SumOp {
+__device__ Accumulator<T> sum_strip(const T* base, int64_t n, int64_t stride, bool cooperative) {
   using Acc = Accumulator<T>;
+  return reduce_strip<Acc>(base, n, stride, cooperative, Acc(0),
+                           [](Acc s, T v, int64_t) { return s + static_cast<Acc>(v); },
+                           [](Acc a, Acc b) { return a + b; });
+}
+
+template <class T>
+struct SumOp {
   const T* x;
   T* out;
   __device__ void run(int64_t output, const T* base, int64_t n, int64_t stride, bool cooperative, bool writer) const {
-    const auto plus = [](Acc a, Acc b) { return a + b; };
-    const Acc total = reduce_strip<Acc>(base, n, stride, cooperative, Acc(0),
-                                        [](Acc s, T v, int64_t) { return s + static_cast<Acc>(v); }, plus);
+    const Accumulator<T> total = sum_strip(base, n, stride, cooperative);
     if (writer) out[output] = static_cast<T>(total);
   }
 };
@@ -81,16 +86,13 @@ struct VarianceOp {
   T* out;
   int64_t correction;
   __device__ void run(int64_t output, const T* base, int64_t n, int64_t stride, bool cooperative, bool writer) const {
-    const auto plus = [](Acc a, Acc b) { return a + b; };
-    const Acc total = reduce_strip<Acc>(base, n, stride, cooperative, Acc(0),
-                                        [](Acc s, T v, int64_t) { return s + static_cast<Acc>(v); }, plus);
-    const Acc mean = total / static_cast<Acc>(n);
+    const Acc mean = sum_strip(base, n, stride, cooperative) / static_cast<Acc>(n);
     const Acc squares = reduce_strip<Acc>(base, n, stride, cooperative, Acc(0),
                                           [mean](Acc s, T v, int64_t) {
                                             const Acc deviation = static_cast<Acc>(v) - mean;
                                             return s + deviation * deviation;
                                           },
-                                          plus);
+                                          [](Acc a, Acc b) { return a + b; });
     // As on the CPU and in PyTorch: N - correction <= 0 divides by 0 and gives NaN (or inf).
     const Acc divisor = static_cast<Acc>(n - correction > 0 ? n - correction : 0);
     if (writer) out[output] = static_cast<T>(squares / divisor);
