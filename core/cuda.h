@@ -12,8 +12,9 @@ namespace ember::cuda {
 int device_count();
 inline bool is_available() { return device_count() > 0; }
 
-// Throws ember::Error naming the device unless cuda:`index` exists on this machine. Storage
-// calls it before touching the GPU, so asking for a CUDA tensor without a GPU fails clearly.
+// Throws ember::Error naming the device unless cuda:`index` exists on this machine. The CUDA
+// allocator calls it before touching the GPU, so asking for a CUDA tensor without a GPU fails
+// clearly.
 void check_device(int index);
 
 // Blocks until every kernel and copy queued on the GPU has finished (for timing; item() and

@@ -44,9 +44,6 @@ Allocator& allocator_for(Device device) {
 }
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  // Even an empty CUDA tensor names a device: one that does not exist is an error here, not an
-  // obscure CUDA failure in the first kernel.
-  if (device.is_cuda()) cuda::check_device(device.index);
   if (nbytes > 0) data_ = allocator_for(device).allocate(nbytes, device.index);
 }
 

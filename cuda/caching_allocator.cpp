@@ -61,6 +61,9 @@ struct DevicePool {
 class CachingAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes, int device) override {
+    // Before any CUDA call: no GPU, or a bad index, is a clear error here rather than an
+    // obscure CUDA failure later. (An empty tensor allocates nothing, so it exists anywhere.)
+    check_device(device);
     const size_t size = size_class(nbytes);
     std::lock_guard lock(mutex_);
     DevicePool& pool = pools_[device];
