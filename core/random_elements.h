@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <numbers>
 #include <type_traits>
 
 #include "core/random.h"
@@ -33,7 +32,8 @@ EMBER_HOST_DEVICE inline T normal_element(const PhiloxState& state, uint64_t i) 
     u2 = uniform_double(words[2], words[3]);
   }
   // The global C functions: the host's libm or CUDA's device versions, whichever compiles this.
-  return static_cast<T>(::sqrt(-2.0 * ::log(1.0 - u1)) * ::cos(2.0 * std::numbers::pi * u2));
+  constexpr double kTwoPi = 6.283185307179586;  // 2 pi, the double nearest (std::numbers is C++20)
+  return static_cast<T>(::sqrt(-2.0 * ::log(1.0 - u1)) * ::cos(kTwoPi * u2));
 }
 // An integer in [low, low + range): element i uses words 2i and 2i+1 as one 64-bit number.
 template <class T>

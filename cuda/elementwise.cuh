@@ -15,6 +15,14 @@
 
 namespace ember::cuda {
 
+// out[offset[0]] = f(in[offset[1]], in[offset[2]], ...). A function rather than a C++20
+// template lambda, so that the .cu files compile as C++17 too.
+template <class Out, class F, size_t... K, class... In>
+__device__ inline void apply_at(const int64_t* offset, const F& f, Out* out, std::index_sequence<K...>,
+                                const In*... in) {
+  out[offset[0]] = f(in[offset[K + 1]]...);
+}
+
 template <class Out, class F, class... In>
 __global__ void elementwise_kernel(StridedLayout<sizeof...(In) + 1> layout, int64_t n, F f, Out* out,
                                    const In*... in) {
@@ -23,9 +31,7 @@ __global__ void elementwise_kernel(StridedLayout<sizeof...(In) + 1> layout, int6
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t offset[N];
     element_offsets(layout, i, offset);
-    [&]<size_t... K>(std::index_sequence<K...>) {
-      out[offset[0]] = f(in[offset[K + 1]]...);
-    }(std::index_sequence_for<In...>{});
+    apply_at(offset, f, out, std::index_sequence_for<In...>{}, in...);
   }
 }
 
