@@ -56,6 +56,32 @@ struct UnaryPredicate {
   }
 };
 
+constexpr double kInvSqrt2Pi = 0.3989422804014327;  // 1 / sqrt(2 pi)
+
+// grad * f'(x), the derivatives of core/ops/unary.cpp's derivative().
+template <class T>
+struct ActivationBackward {
+  UnaryOp op;
+  __device__ T operator()(T g, T v) const {
+    switch (op) {
+      case UnaryOp::Relu: return v > T(0) ? g : T(0);
+      case UnaryOp::Gelu: {
+        // d/dx x Phi(x) = Phi(x) + x phi(x)
+        const T cdf = T(0.5) * (T(1) + erf(v * T(kInvSqrt2)));
+        const T pdf = T(kInvSqrt2Pi) * exp(T(-0.5) * v * v);
+        return g * (cdf + v * pdf);
+      }
+      case UnaryOp::GeluTanh: {
+        // y = 0.5 x (1 + t), t = tanh(c (x + 0.044715 x^3))
+        const T c = T(kSqrt2OverPi), x2 = v * v;
+        const T t = tanh(c * (v + T(0.044715) * x2 * v));
+        return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3 * 0.044715) * x2));
+      }
+      default: return g;  // unreachable: the host passes only the activations
+    }
+  }
+};
+
 template <class T>
 struct Clamp {
   T low, high;
@@ -75,6 +101,12 @@ void launch_unary_predicate(UnaryOp op, const StridedLayout<2>& layout, int64_t 
 }
 
 template <class T>
+void launch_activation_backward(UnaryOp op, const StridedLayout<3>& layout, int64_t n, T* grad_x, const T* grad,
+                                const T* x) {
+  launch_elementwise("activation_backward", layout, n, ActivationBackward<T>{op}, grad_x, grad, x);
+}
+
+template <class T>
 void launch_clamp(const StridedLayout<2>& layout, int64_t n, T* out, const T* x, T low, T high) {
   launch_elementwise("clamp", layout, n, Clamp<T>{low, high}, out, x);
 }
@@ -86,6 +118,10 @@ template void launch_unary_predicate<float>(UnaryOp, const StridedLayout<2>&, in
 template void launch_unary_predicate<double>(UnaryOp, const StridedLayout<2>&, int64_t, bool*, const double*);
 template void launch_unary_predicate<int64_t>(UnaryOp, const StridedLayout<2>&, int64_t, bool*, const int64_t*);
 template void launch_unary_predicate<bool>(UnaryOp, const StridedLayout<2>&, int64_t, bool*, const bool*);
+template void launch_activation_backward<float>(UnaryOp, const StridedLayout<3>&, int64_t, float*, const float*,
+                                               const float*);
+template void launch_activation_backward<double>(UnaryOp, const StridedLayout<3>&, int64_t, double*, const double*,
+                                                const double*);
 template void launch_clamp<float>(const StridedLayout<2>&, int64_t, float*, const float*, float, float);
 template void launch_clamp<double>(const StridedLayout<2>&, int64_t, double*, const double*, double, double);
 template void launch_clamp<int64_t>(const StridedLayout<2>&, int64_t, int64_t*, const int64_t*, int64_t, int64_t);

@@ -15,6 +15,12 @@ void launch_unary(UnaryOp op, const StridedLayout<2>& layout, int64_t n, T* out,
 // out[i] = IsFinite or IsNan of x[i]. T: float, double, int64_t, bool.
 template <class T>
 void launch_unary_predicate(UnaryOp op, const StridedLayout<2>& layout, int64_t n, bool* out, const T* x);
+// grad_x[i] = grad[i] * f'(x[i]) for f = Relu, Gelu or GeluTanh, over layout (operands grad_x,
+// grad, x): the fused backward of the activations. T: float, double. Ready for main's
+// kernels::activation_backward table (cuda/unary.cpp registers it once the table exists).
+template <class T>
+void launch_activation_backward(UnaryOp op, const StridedLayout<3>& layout, int64_t n, T* grad_x, const T* grad,
+                                const T* x);
 // out[i] = x[i] clamped to [low, high]; NaN stays NaN. T: float, double, int64_t.
 template <class T>
 void launch_clamp(const StridedLayout<2>& layout, int64_t n, T* out, const T* x, T low, T high);
