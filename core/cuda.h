@@ -1,5 +1,10 @@
-// Asking whether a GPU is there before asking for one.
+// The GPU as the user sees it: whether one is there, the caching allocator's memory
+// statistics, and waiting for queued work. In a CPU-only build every query answers "no GPU"
+// (core/cuda_availability.cpp); with the CUDA backend, cuda/ answers.
 #pragma once
+
+#include <cstdint>
+#include <string>
 
 namespace ember::cuda {
 
@@ -12,5 +17,30 @@ inline bool is_available() { return device_count() > 0; }
 // default; a no-op without the CUDA backend.
 void set_allow_tf32(bool allow);
 bool allow_tf32();
+
+// Throws ember::Error naming the device unless cuda:`index` exists on this machine. The CUDA
+// allocator calls it before touching the GPU, so asking for a CUDA tensor without a GPU fails
+// clearly.
+void check_device(int index);
+
+// Blocks until every kernel and copy queued on the GPU has finished (for timing; item() and
+// cpu() wait by themselves). Does nothing without a GPU.
+void synchronize();
+
+// What the caching allocator holds on one device, in bytes of its rounded blocks.
+struct MemoryStats {
+  int64_t allocated_bytes = 0;       // held by live tensors
+  int64_t reserved_bytes = 0;        // obtained from cudaMalloc: allocated plus cached for reuse
+  int64_t peak_allocated_bytes = 0;  // the most allocated at once since the start or reset_peak
+  int64_t cuda_malloc_calls = 0;     // cudaMalloc calls so far: a warm training step adds none
+  int64_t cuda_free_calls = 0;       // cudaFree calls so far (empty_cache, out-of-memory retries)
+};
+// Zeros for a device never used, and in a CPU-only build.
+MemoryStats memory_stats(int device = 0);
+// "allocated 12.0 MiB (peak 40.5 MiB), reserved 64.0 MiB, 17 cudaMalloc, 0 cudaFree"
+std::string memory_summary(int device = 0);
+void reset_peak_memory_stats(int device = 0);
+// Returns the cached (unused) blocks of every device to the driver.
+void empty_cache();
 
 }  // namespace ember::cuda

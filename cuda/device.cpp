@@ -1,6 +1,10 @@
-// What the CUDA runtime reports about GPUs. The kernels arrive with the CUDA backend; this
-// file makes the switch real: it is compiled wherever nvcc is found.
+// What the CUDA runtime reports about GPUs, the device check every CUDA storage passes, and
+// synchronize(). Compiled wherever nvcc is found, GPU or not.
 #include <cuda_runtime_api.h>
+
+#include "core/cuda.h"
+#include "core/error.h"
+#include "cuda/check.h"
 
 namespace ember::cuda {
 
@@ -13,6 +17,24 @@ int device_count() {
     return 0;
   }
   return count;
+}
+
+void check_device(int index) {
+  // GPUs do not come and go while a program runs: ask the driver once.
+  static const int count = device_count();
+  if (count == 0) [[unlikely]] {
+    fail("cuda:{}: no CUDA device is available on this machine (check ember::cuda::is_available() before "
+         "asking for one)", index);
+  }
+  if (index < 0 || index >= count) [[unlikely]] {
+    fail("cuda:{}: no such CUDA device: this machine has {} (cuda:0{})", index, count,
+         count > 1 ? fmt::format(" to cuda:{}", count - 1) : "");
+  }
+}
+
+void synchronize() {
+  if (device_count() == 0) return;
+  check(cudaDeviceSynchronize(), "synchronize");
 }
 
 }  // namespace ember::cuda

@@ -6,12 +6,13 @@
 #include <string_view>
 
 #include "core/dispatch.h"
+#include "core/ops/op_codes.h"
 #include "core/tensor.h"
 
 namespace ember {
 
-// The binary ops share one kernel table; predicates (Eq and after) produce bool.
-enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr };
+// The binary ops share one kernel table, keyed by BinaryOp (core/ops/op_codes.h); predicates
+// (Eq and after) produce bool.
 std::string_view binary_op_name(BinaryOp op);
 namespace kernels {
 extern KernelTable<void(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b)> binary;

@@ -2,12 +2,12 @@
 #include "core/ops/factory.h"
 
 #include <cmath>
-#include <numbers>
 
 #include "core/cpu/loops.h"
 #include "core/dispatch.h"
 #include "core/ops/copy.h"
 #include "core/random.h"
+#include "core/random_elements.h"
 
 namespace ember {
 namespace kernels {
@@ -36,52 +36,31 @@ void arange_cpu(const Tensor& out, double start, double step) {
   });
 }
 
-// Element i of a float32 draw uses word i; of a float64 draw, words 2i and 2i+1.
+// The element-to-word mappings are random.h's uniform_element, normal_element and
+// randint_element, which the CUDA kernels share.
 void uniform_cpu(const Tensor& out, PhiloxState state) {
   visit_floating(out.dtype(), "rand", [&]<class T>() {
     T* data = out.data_ptr<T>();
     parallel_for(out.numel(), 20, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        if constexpr (std::is_same_v<T, float>) {
-          data[i] = uniform_float(random_word(state, i));
-        } else {
-          data[i] = uniform_double(random_word(state, 2 * i), random_word(state, 2 * i + 1));
-        }
-      }
+      for (int64_t i = begin; i < end; ++i) data[i] = uniform_element<T>(state, i);
     });
   });
 }
 
-// Box-Muller: element i of a float32 draw uses words 2i and 2i+1; of a float64 draw, 4i..4i+3.
 void normal_cpu(const Tensor& out, PhiloxState state) {
   visit_floating(out.dtype(), "randn", [&]<class T>() {
     T* data = out.data_ptr<T>();
     parallel_for(out.numel(), 40, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        double u1, u2;
-        if constexpr (std::is_same_v<T, float>) {
-          u1 = uniform_float(random_word(state, 2 * i));
-          u2 = uniform_float(random_word(state, 2 * i + 1));
-        } else {
-          const auto words = philox4x32(state.seed, state.offset + i);
-          u1 = uniform_double(words[0], words[1]);
-          u2 = uniform_double(words[2], words[3]);
-        }
-        data[i] = static_cast<T>(std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2));
-      }
+      for (int64_t i = begin; i < end; ++i) data[i] = normal_element<T>(state, i);
     });
   });
 }
 
-// Element i uses words 2i and 2i+1 as one 64-bit number.
 void randint_cpu(const Tensor& out, int64_t low, int64_t range, PhiloxState state) {
   visit_numeric(out.dtype(), "randint", [&]<class T>() {
     T* data = out.data_ptr<T>();
     parallel_for(out.numel(), 20, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const uint64_t bits = (static_cast<uint64_t>(random_word(state, 2 * i)) << 32) | random_word(state, 2 * i + 1);
-        data[i] = static_cast<T>(low + static_cast<int64_t>(bits % static_cast<uint64_t>(range)));
-      }
+      for (int64_t i = begin; i < end; ++i) data[i] = randint_element<T>(state, i, low, range);
     });
   });
 }

@@ -5,12 +5,10 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "core/ops/op_codes.h"
 #include "core/tensor.h"
 
 namespace ember {
-
-// Which end of the order max-like reductions look for.
-enum class Extremum { Max, Min };
 
 namespace kernels {
 // Every kernel writes `out`, shaped as x reduced over `mask` (keepdim or not: the same

@@ -7,13 +7,12 @@
 #include <string_view>
 
 #include "core/dispatch.h"
+#include "core/ops/op_codes.h"
 #include "core/tensor.h"
 
 namespace ember {
 
-// The unary ops share one kernel table, keyed by this enum.
-enum class UnaryOp { Neg, Abs, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, Erf, Gelu, GeluTanh, Sign,
-                     IsFinite, IsNan };
+// The unary ops share one kernel table, keyed by UnaryOp (core/ops/op_codes.h).
 std::string_view unary_op_name(UnaryOp op);
 namespace kernels {
 extern KernelTable<void(UnaryOp op, const Tensor& out, const Tensor& x)> unary;

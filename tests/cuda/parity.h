@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,39 @@ inline uint64_t fresh_seed() {
 // A NaN-filled tensor on the GPU: the destination of an out-of-place kernel under test.
 inline Tensor poisoned(const Shape& shape, DType dtype = kFloat32) {
   return full(shape, NAN, TensorOptions(dtype).device(kGPU));
+}
+
+// Runs `op` on CPU leaves and on GPU copies of them, compares the results, then backpropagates
+// the same random upstream gradient on both devices and compares the gradient of every input
+// that requires grad. `inputs` live on the CPU; pass views (transpose, expand) inside `op` to
+// exercise non-contiguous and broadcast operands.
+using Inputs = std::vector<Tensor>;
+inline void check_op_parity(const std::function<Tensor(const Inputs&)>& op,
+                            const std::vector<Tensor>& inputs, double tolerance, const std::string& what) {
+  std::vector<Tensor> cpu_inputs, gpu_inputs;
+  for (const Tensor& input : inputs) {
+    Tensor cpu_input = input.detach();
+    Tensor gpu_input = input.detach().to(kGPU);
+    if (input.requires_grad()) {
+      cpu_input.requires_grad_(true);
+      gpu_input.requires_grad_(true);
+    }
+    cpu_inputs.push_back(cpu_input);
+    gpu_inputs.push_back(gpu_input);
+  }
+  const Tensor cpu_result = op(cpu_inputs);
+  const Tensor gpu_result = op(gpu_inputs);
+  check_parity(gpu_result, cpu_result, tolerance, what + " (forward)");
+  if (!cpu_result.requires_grad()) return;
+  const Tensor upstream = randn(cpu_result.sizes(), cpu_result.dtype());
+  cpu_result.backward(upstream);
+  gpu_result.backward(upstream.to(kGPU));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!inputs[k].requires_grad()) continue;
+    REQUIRE_MESSAGE(gpu_inputs[k].grad().defined(), what << ": input " << k << " got no gradient on the GPU");
+    check_parity(gpu_inputs[k].grad(), cpu_inputs[k].grad(), tolerance,
+                 what + " (gradient of input " + std::to_string(k) + ")");
+  }
 }
 
 }  // namespace ember::testing::cuda

@@ -1,0 +1,80 @@
+// Binary elementwise ops on the GPU: arithmetic and predicates, with NumPy broadcasting and any
+// strides handled by the layout (a broadcast operand has stride 0). As in cuda/unary.cu, the op
+// is a runtime switch, so there is one kernel per dtype and family.
+#include <type_traits>
+
+#include "cuda/binary_kernels.h"
+#include "cuda/elementwise.cuh"
+
+namespace ember::cuda {
+namespace {
+
+template <class T>
+struct Arithmetic {
+  BinaryOp op;
+  __device__ T operator()(T x, T y) const {
+    switch (op) {
+      case BinaryOp::Add: return x + y;
+      case BinaryOp::Sub: return x - y;
+      case BinaryOp::Mul: return x * y;
+      case BinaryOp::Div: return x / y;
+      case BinaryOp::Pow:
+        if constexpr (std::is_floating_point_v<T>) return pow(x, y);
+        break;
+      // NaN wins, as on the CPU and in PyTorch: x != x is true only for NaN.
+      case BinaryOp::Maximum: return (x > y || x != x) ? x : y;
+      case BinaryOp::Minimum: return (x < y || x != x) ? x : y;
+      default: break;
+    }
+    return x;  // unreachable: the host checks the op against the dtype
+  }
+};
+
+template <class T>
+struct Predicate {
+  BinaryOp op;
+  __device__ bool operator()(T x, T y) const {
+    switch (op) {
+      case BinaryOp::Eq: return x == y;
+      case BinaryOp::Ne: return x != y;
+      case BinaryOp::Lt: return x < y;
+      case BinaryOp::Le: return x <= y;
+      case BinaryOp::Gt: return x > y;
+      case BinaryOp::Ge: return x >= y;
+      case BinaryOp::LogicalAnd: return x != T(0) && y != T(0);
+      case BinaryOp::LogicalOr: return x != T(0) || y != T(0);
+      default: return false;  // unreachable: the host checks the op
+    }
+  }
+};
+
+}  // namespace
+
+template <class T>
+void launch_binary_arithmetic(BinaryOp op, const StridedLayout<3>& layout, int64_t n, T* out, const T* a,
+                              const T* b) {
+  launch_elementwise("binary", layout, n, Arithmetic<T>{op}, out, a, b);
+}
+
+template <class T>
+void launch_binary_predicate(BinaryOp op, const StridedLayout<3>& layout, int64_t n, bool* out, const T* a,
+                             const T* b) {
+  launch_elementwise("binary", layout, n, Predicate<T>{op}, out, a, b);
+}
+
+template void launch_binary_arithmetic<float>(BinaryOp, const StridedLayout<3>&, int64_t, float*, const float*,
+                                              const float*);
+template void launch_binary_arithmetic<double>(BinaryOp, const StridedLayout<3>&, int64_t, double*, const double*,
+                                               const double*);
+template void launch_binary_arithmetic<int64_t>(BinaryOp, const StridedLayout<3>&, int64_t, int64_t*,
+                                                const int64_t*, const int64_t*);
+template void launch_binary_predicate<float>(BinaryOp, const StridedLayout<3>&, int64_t, bool*, const float*,
+                                             const float*);
+template void launch_binary_predicate<double>(BinaryOp, const StridedLayout<3>&, int64_t, bool*, const double*,
+                                              const double*);
+template void launch_binary_predicate<int64_t>(BinaryOp, const StridedLayout<3>&, int64_t, bool*, const int64_t*,
+                                               const int64_t*);
+template void launch_binary_predicate<bool>(BinaryOp, const StridedLayout<3>&, int64_t, bool*, const bool*,
+                                            const bool*);
+
+}  // namespace ember::cuda

@@ -1,0 +1,169 @@
+// The CUDA caching allocator: device memory for CUDA storages. A freed block is kept, by its
+// rounded size, and handed to the next request of that size, so once a training step has run
+// (the same tensors, the same sizes, step after step) it makes no cudaMalloc or cudaFree at
+// all: those synchronise the device and cost far more than the kernels of a small model.
+//
+// Every kernel and copy runs on one stream (the default stream), so a block freed on the host
+// while a kernel still reads it can be reused at once: the next kernel writing it is queued
+// behind the reader on the same stream. That is why there are no events here.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cuda.h"
+#include "core/error.h"
+#include "core/storage.h"
+#include "cuda/check.h"
+
+namespace ember::cuda {
+namespace {
+
+// Sizes are rounded up to a class: 512-byte steps below 1 MiB, and above that steps of an
+// eighth of the size's power of two (at most 12.5% waste). Requests of nearly the same size
+// then share blocks, and every block is 512-byte aligned for vector loads.
+size_t size_class(size_t nbytes) {
+  constexpr size_t kSmallStep = 512, kLarge = size_t{1} << 20;
+  if (nbytes < kLarge) return std::max<size_t>(kSmallStep, (nbytes + kSmallStep - 1) / kSmallStep * kSmallStep);
+  size_t power = kLarge;
+  while (power * 2 <= nbytes) power *= 2;
+  const size_t step = power / 8;
+  return (nbytes + step - 1) / step * step;
+}
+
+// Makes `index` the current device for the calls in its scope, and restores the previous one.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int index) {
+    cudaGetDevice(&previous_);
+    if (previous_ != index) check(cudaSetDevice(index), "cuda allocator: cudaSetDevice");
+  }
+  ~DeviceScope() {
+    int current = previous_;
+    cudaGetDevice(&current);
+    if (current != previous_) cudaSetDevice(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+struct DevicePool {
+  std::unordered_map<size_t, std::vector<void*>> free_blocks;  // by size class
+  MemoryStats stats;
+};
+
+class CachingAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes, int device) override {
+    // Before any CUDA call: no GPU, or a bad index, is a clear error here rather than an
+    // obscure CUDA failure later. (An empty tensor allocates nothing, so it exists anywhere.)
+    check_device(device);
+    const size_t size = size_class(nbytes);
+    std::lock_guard lock(mutex_);
+    DevicePool& pool = pools_[device];
+    void* block = nullptr;
+    auto cached = pool.free_blocks.find(size);
+    if (cached != pool.free_blocks.end() && !cached->second.empty()) {
+      block = cached->second.back();
+      cached->second.pop_back();
+    } else {
+      block = malloc_with_retry(pool, size, device, nbytes);
+    }
+    pool.stats.allocated_bytes += static_cast<int64_t>(size);
+    pool.stats.peak_allocated_bytes = std::max(pool.stats.peak_allocated_bytes, pool.stats.allocated_bytes);
+    return block;
+  }
+
+  // Called from Storage's destructor: it must not throw, and it never calls CUDA.
+  void deallocate(void* data, size_t nbytes, int device) override {
+    const size_t size = size_class(nbytes);
+    std::lock_guard lock(mutex_);
+    DevicePool& pool = pools_[device];
+    pool.free_blocks[size].push_back(data);
+    pool.stats.allocated_bytes -= static_cast<int64_t>(size);
+  }
+
+  void empty_cache() {
+    std::lock_guard lock(mutex_);
+    for (auto& [device, pool] : pools_) release_cached(pool, device);
+  }
+
+  MemoryStats stats(int device) {
+    std::lock_guard lock(mutex_);
+    auto found = pools_.find(device);
+    return found == pools_.end() ? MemoryStats{} : found->second.stats;
+  }
+
+  void reset_peak(int device) {
+    std::lock_guard lock(mutex_);
+    auto found = pools_.find(device);
+    if (found != pools_.end()) found->second.stats.peak_allocated_bytes = found->second.stats.allocated_bytes;
+  }
+
+ private:
+  // On an out-of-memory the cached blocks (of every size) go back to the driver and the
+  // request is tried once more; only then is it the user's problem.
+  void* malloc_with_retry(DevicePool& pool, size_t size, int device, size_t requested) {
+    DeviceScope scope(device);
+    void* block = nullptr;
+    cudaError_t status = cudaMalloc(&block, size);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // clear it, so that the next op does not report it again
+      release_cached(pool, device);
+      status = cudaMalloc(&block, size);
+    }
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      size_t free_bytes = 0, total_bytes = 0;
+      cudaMemGetInfo(&free_bytes, &total_bytes);
+      fail("cuda allocator: out of memory on cuda:{} allocating {} bytes (rounded to {}): ember holds {} bytes "
+           "for tensors (peak {}), the device has {} of {} bytes free",
+           device, requested, size, pool.stats.allocated_bytes, pool.stats.peak_allocated_bytes, free_bytes,
+           total_bytes);
+    }
+    check(status, "cuda allocator: cudaMalloc");
+    ++pool.stats.cuda_malloc_calls;
+    pool.stats.reserved_bytes += static_cast<int64_t>(size);
+    return block;
+  }
+
+  void release_cached(DevicePool& pool, int device) {
+    DeviceScope scope(device);
+    for (auto& [size, blocks] : pool.free_blocks) {
+      for (void* block : blocks) {
+        check(cudaFree(block), "cuda allocator: cudaFree");
+        ++pool.stats.cuda_free_calls;
+        pool.stats.reserved_bytes -= static_cast<int64_t>(size);
+      }
+      blocks.clear();
+    }
+  }
+
+  std::mutex mutex_;
+  std::map<int, DevicePool> pools_;
+};
+
+// Never destroyed: tensors held by static objects are freed after static destructors have
+// run, and the driver reclaims the memory when the process ends anyway.
+CachingAllocator& caching_allocator() {
+  static auto* allocator = new CachingAllocator;
+  return *allocator;
+}
+
+struct RegisterCachingAllocator {
+  RegisterCachingAllocator() { register_allocator(DeviceType::CUDA, &caching_allocator()); }
+} register_caching_allocator;
+
+}  // namespace
+
+MemoryStats memory_stats(int device) { return caching_allocator().stats(device); }
+void reset_peak_memory_stats(int device) { caching_allocator().reset_peak(device); }
+void empty_cache() { caching_allocator().empty_cache(); }
+
+}  // namespace ember::cuda

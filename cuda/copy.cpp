@@ -1,0 +1,89 @@
+// The CUDA entry of the copy kernel table: host to device, device to host and device to device.
+// core looks the copy kernel up by the tensor that is not on the CPU, so this one function
+// serves to(Device), cpu(), contiguous(), clone(), to(DType), copy_ and cat on the GPU.
+//
+// A copy of the same dtype between contiguous tensors of one shape is a single cudaMemcpy.
+// Anything else (strides, broadcasting, a dtype change) runs the converting kernel on the GPU,
+// with the host side first made contiguous on the CPU, so only plain bytes cross the bus.
+#include <cuda_runtime_api.h>
+
+#include "core/ops/copy.h"
+#include "cuda/check.h"
+#include "cuda/copy_kernels.h"
+#include "cuda/tensor_layout.h"
+
+namespace ember::cuda {
+namespace {
+
+bool is_plain_copy(const Tensor& dst, const Tensor& src) {
+  return dst.dtype() == src.dtype() && dst.sizes() == src.sizes() && dst.is_contiguous() && src.is_contiguous();
+}
+
+size_t byte_size(const Tensor& t) { return static_cast<size_t>(t.numel()) * element_size(t.dtype()); }
+
+// dst = src converted, broadcast and rearranged; both on the same GPU.
+void convert_on_device(const Tensor& dst, const Tensor& src) {
+  const StridedLayout<2> layout = strided_layout<2>("copy", {&dst, &src});
+  visit_dtype(dst.dtype(), [&]<class Out>() {
+    visit_dtype(src.dtype(), [&]<class In>() {
+      launch_convert<Out, In>(layout, dst.numel(), dst.data_ptr<Out>(), src.data_ptr<In>());
+    });
+  });
+}
+
+// A contiguous CPU tensor holding src's values (src itself when it already is one).
+Tensor contiguous_on_host(const Tensor& src) {
+  if (src.is_contiguous()) return src;
+  Tensor host = make_tensor(src.sizes(), src.dtype(), kCPU);
+  kernels::copy[kCPU](host, src);
+  return host;
+}
+
+void upload(const Tensor& dst, const Tensor& src) {
+  const Tensor host = contiguous_on_host(src);
+  if (is_plain_copy(dst, host)) {
+    check(cudaMemcpy(dst.raw_data(), host.raw_data(), byte_size(host), cudaMemcpyHostToDevice), "copy to GPU");
+    return;
+  }
+  const Tensor staged = make_tensor(host.sizes(), host.dtype(), dst.device());
+  check(cudaMemcpy(staged.raw_data(), host.raw_data(), byte_size(host), cudaMemcpyHostToDevice), "copy to GPU");
+  convert_on_device(dst, staged);
+}
+
+// cudaMemcpy to the host waits for the kernels queued before it: this is where item() and
+// cpu() synchronise, and the only place.
+void download(const Tensor& dst, const Tensor& src) {
+  Tensor device_side = src;
+  if (!(src.dtype() == dst.dtype() && src.sizes() == dst.sizes() && src.is_contiguous())) {
+    device_side = make_tensor(dst.sizes(), dst.dtype(), src.device());
+    convert_on_device(device_side, src);
+  }
+  if (dst.is_contiguous()) {
+    check(cudaMemcpy(dst.raw_data(), device_side.raw_data(), byte_size(dst), cudaMemcpyDeviceToHost), "copy to CPU");
+    return;
+  }
+  const Tensor host = make_tensor(dst.sizes(), dst.dtype(), kCPU);
+  check(cudaMemcpy(host.raw_data(), device_side.raw_data(), byte_size(host), cudaMemcpyDeviceToHost), "copy to CPU");
+  kernels::copy[kCPU](dst, host);
+}
+
+void copy_cuda(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  if (dst.is_cpu()) return download(dst, src);
+  if (src.is_cpu()) return upload(dst, src);
+  if (dst.device() != src.device()) {
+    // Between two GPUs: through the host, so that no kernel reads another device's memory.
+    const Tensor host = make_tensor(src.sizes(), src.dtype(), kCPU);
+    download(host, src);
+    return upload(dst, host);
+  }
+  if (is_plain_copy(dst, src)) {
+    check(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), byte_size(dst), cudaMemcpyDeviceToDevice), "copy");
+    return;
+  }
+  convert_on_device(dst, src);
+}
+EMBER_REGISTER_KERNEL(kernels::copy, DeviceType::CUDA, copy_cuda);
+
+}  // namespace
+}  // namespace ember::cuda

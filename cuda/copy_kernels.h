@@ -1,0 +1,16 @@
+// The device side of copies (cuda/copy.cu): converting and rearranging elements on the GPU.
+// Transfers between host and device are cudaMemcpy calls in cuda/copy.cpp. fmt-free.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/strided_layout.h"
+
+namespace ember::cuda {
+
+// out[i] = static_cast<Out>(in[i]) over layout (operand 0 out, operand 1 in); Out and In are
+// float, double, int64_t or bool.
+template <class Out, class In>
+void launch_convert(const StridedLayout<2>& layout, int64_t n, Out* out, const In* in);
+
+}  // namespace ember::cuda

@@ -1,0 +1,97 @@
+// Factories on the GPU: fill, arange, and the random draws. The random kernels compute each
+// element with the functions the CPU kernels use (core/random_elements.h), so after
+// manual_seed(n) a CUDA draw holds the same numbers as a CPU draw.
+#include "core/random_elements.h"
+#include "cuda/elementwise.cuh"
+#include "cuda/factory_kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+template <class T>
+struct Constant {
+  T value;
+  __device__ T operator()() const { return value; }
+};
+
+// Calls body(i) for every i in [0, n), spread over the grid.
+#define EMBER_GRID_STRIDE_LOOP(i, n)                                                                   \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);              \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+template <class T>
+__global__ void arange_kernel(T* out, int64_t n, double start, double step) {
+  // __dmul_rn and __dadd_rn forbid fusing into an FMA, which would round differently from
+  // the CPU's multiply-then-add.
+  EMBER_GRID_STRIDE_LOOP(i, n) out[i] = static_cast<T>(__dadd_rn(start, __dmul_rn(static_cast<double>(i), step)));
+}
+
+// The random kernels: element i takes the value core/random_elements.h gives it.
+template <class T>
+__global__ void uniform_kernel(T* out, int64_t n, PhiloxState state) {
+  EMBER_GRID_STRIDE_LOOP(i, n) out[i] = uniform_element<T>(state, static_cast<uint64_t>(i));
+}
+
+template <class T>
+__global__ void normal_kernel(T* out, int64_t n, PhiloxState state) {
+  EMBER_GRID_STRIDE_LOOP(i, n) out[i] = normal_element<T>(state, static_cast<uint64_t>(i));
+}
+
+template <class T>
+__global__ void randint_kernel(T* out, int64_t n, int64_t low, int64_t range, PhiloxState state) {
+  EMBER_GRID_STRIDE_LOOP(i, n) out[i] = randint_element<T>(state, static_cast<uint64_t>(i), low, range);
+}
+
+#undef EMBER_GRID_STRIDE_LOOP
+
+}  // namespace
+
+template <class T>
+void launch_fill(const StridedLayout<1>& layout, int64_t n, T* out, T value) {
+  launch_elementwise("fill", layout, n, Constant<T>{value}, out);
+}
+
+template <class T>
+void launch_arange(T* out, int64_t n, double start, double step) {
+  if (n == 0) return;
+  arange_kernel<<<blocks_for(n), kThreadsPerBlock>>>(out, n, start, step);
+  check_launch("arange");
+}
+
+template <class T>
+void launch_uniform(T* out, int64_t n, PhiloxState state) {
+  if (n == 0) return;
+  uniform_kernel<<<blocks_for(n), kThreadsPerBlock>>>(out, n, state);
+  check_launch("rand");
+}
+
+template <class T>
+void launch_normal(T* out, int64_t n, PhiloxState state) {
+  if (n == 0) return;
+  normal_kernel<<<blocks_for(n), kThreadsPerBlock>>>(out, n, state);
+  check_launch("randn");
+}
+
+template <class T>
+void launch_randint(T* out, int64_t n, int64_t low, int64_t range, PhiloxState state) {
+  if (n == 0) return;
+  randint_kernel<<<blocks_for(n), kThreadsPerBlock>>>(out, n, low, range, state);
+  check_launch("randint");
+}
+
+template void launch_fill<float>(const StridedLayout<1>&, int64_t, float*, float);
+template void launch_fill<double>(const StridedLayout<1>&, int64_t, double*, double);
+template void launch_fill<int64_t>(const StridedLayout<1>&, int64_t, int64_t*, int64_t);
+template void launch_fill<bool>(const StridedLayout<1>&, int64_t, bool*, bool);
+template void launch_arange<float>(float*, int64_t, double, double);
+template void launch_arange<double>(double*, int64_t, double, double);
+template void launch_arange<int64_t>(int64_t*, int64_t, double, double);
+template void launch_uniform<float>(float*, int64_t, PhiloxState);
+template void launch_uniform<double>(double*, int64_t, PhiloxState);
+template void launch_normal<float>(float*, int64_t, PhiloxState);
+template void launch_normal<double>(double*, int64_t, PhiloxState);
+template void launch_randint<float>(float*, int64_t, int64_t, int64_t, PhiloxState);
+template void launch_randint<double>(double*, int64_t, int64_t, int64_t, PhiloxState);
+template void launch_randint<int64_t>(int64_t*, int64_t, int64_t, int64_t, PhiloxState);
+
+}  // namespace ember::cuda

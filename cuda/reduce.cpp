@@ -1,0 +1,56 @@
+// The CUDA entries of the reduction kernel tables (kernels in cuda/reduce.cu). The input is
+// brought to the [outer, reduce, inner] form by the same reduction_layout the CPU kernels use:
+// it only views, permutes and copies, so on a CUDA tensor it runs on the GPU.
+#include "core/cpu/reduction_layout.h"
+#include "core/ops/reduce.h"
+#include "cuda/reduce_kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+void sum_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
+  const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  visit_numeric(x.dtype(), "sum", [&]<class T>() {
+    launch_sum<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner);
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::sum, DeviceType::CUDA, sum_cuda);
+
+void variance_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask, int64_t correction) {
+  const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  visit_floating(x.dtype(), "var", [&]<class T>() {
+    launch_variance<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner,
+                       correction);
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::variance, DeviceType::CUDA, variance_cuda);
+
+void logsumexp_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
+  const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  visit_floating(x.dtype(), "logsumexp", [&]<class T>() {
+    launch_logsumexp<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner);
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::logsumexp, DeviceType::CUDA, logsumexp_cuda);
+
+void extremum_cuda(Extremum which, const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
+  const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  visit_numeric(x.dtype(), which == Extremum::Max ? "amax" : "amin", [&]<class T>() {
+    launch_extremum<T>(which, layout.source.data_ptr<T>(), out.data_ptr<T>(), nullptr, layout.outer, layout.reduce,
+                       layout.inner);
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::extremum, DeviceType::CUDA, extremum_cuda);
+
+void extremum_index_cuda(Extremum which, const Tensor& values, const Tensor& indices, const Tensor& x,
+                         const std::vector<bool>& mask) {
+  const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  visit_numeric(x.dtype(), which == Extremum::Max ? "argmax" : "argmin", [&]<class T>() {
+    launch_extremum<T>(which, layout.source.data_ptr<T>(), values.defined() ? values.data_ptr<T>() : nullptr,
+                       indices.data_ptr<int64_t>(), layout.outer, layout.reduce, layout.inner);
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::extremum_index, DeviceType::CUDA, extremum_index_cuda);
+
+}  // namespace
+}  // namespace ember::cuda

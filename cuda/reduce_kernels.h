@@ -1,0 +1,30 @@
+// The device side of the reductions (cuda/reduce.cu). Every one reduces a contiguous input seen
+// as [outer, reduce, inner]: out[o * inner + i] combines x[(o * reduce + r) * inner + i] over r
+// (core/cpu/reduction_layout.h brings any reduction to that form, on either device). fmt-free.
+#pragma once
+
+#include <cstdint>
+
+#include "core/ops/op_codes.h"
+
+namespace ember::cuda {
+
+// T: float, double, int64_t. float32 accumulates in double, as on the CPU.
+template <class T>
+void launch_sum(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner);
+// Two passes: the mean, then the squared deviations from it, divided by max(reduce -
+// correction, 0). T: float, double.
+template <class T>
+void launch_variance(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner, int64_t correction);
+// log(sum(exp(x))) with the max subtracted first (0 when the max is infinite); -inf when
+// reduce is 0. T: float, double.
+template <class T>
+void launch_logsumexp(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner);
+// The largest (smallest) element and the position r of its first occurrence; a NaN beats every
+// number and the first NaN wins. values or indices may be null. reduce >= 1. T: float, double,
+// int64_t.
+template <class T>
+void launch_extremum(Extremum which, const T* x, T* values, int64_t* indices, int64_t outer, int64_t reduce,
+                     int64_t inner);
+
+}  // namespace ember::cuda

@@ -1,0 +1,276 @@
+// Parity of the elementwise ops on CUDA against the CPU: every unary op, clamp, every binary op
+// with broadcasting and non-contiguous operands, where, masked_fill, tril and triu, forward and,
+// where differentiable, backward, in float32 and float64, plus int64 and bool where the op
+// takes them. The kernels are also run directly into poisoned outputs, so an element a kernel
+// leaves unwritten shows up.
+#include <cmath>
+
+#include "helpers.h"
+#include "parity.h"
+
+using namespace ember;
+using namespace ember::testing::cuda;
+using ember::testing::as_leaf;
+
+namespace {
+
+// Tolerance for a dtype: the float32 bound, a tight one for float64.
+double tolerance_for(DType dtype, double float32_tolerance) { return dtype == kFloat64 ? 1e-12 : float32_tolerance; }
+
+// Inputs in the op's domain: positive for log, sqrt and rsqrt.
+Tensor domain_input(UnaryOp op, const Shape& shape, DType dtype) {
+  const Tensor x = randn(shape, dtype);
+  if (op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt) return add(abs(x), 0.1);
+  return x;
+}
+
+const std::vector<UnaryOp> kDifferentiableUnary = {UnaryOp::Neg,  UnaryOp::Abs,     UnaryOp::Exp,  UnaryOp::Log,
+                                                   UnaryOp::Sqrt, UnaryOp::Rsqrt,   UnaryOp::Sin,  UnaryOp::Cos,
+                                                   UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Relu, UnaryOp::Erf,
+                                                   UnaryOp::Gelu, UnaryOp::GeluTanh};
+
+Tensor apply_unary(UnaryOp op, const Tensor& x) {
+  switch (op) {
+    case UnaryOp::Neg: return neg(x);
+    case UnaryOp::Abs: return abs(x);
+    case UnaryOp::Exp: return exp(x);
+    case UnaryOp::Log: return log(x);
+    case UnaryOp::Sqrt: return sqrt(x);
+    case UnaryOp::Rsqrt: return rsqrt(x);
+    case UnaryOp::Sin: return sin(x);
+    case UnaryOp::Cos: return cos(x);
+    case UnaryOp::Tanh: return tanh(x);
+    case UnaryOp::Sigmoid: return sigmoid(x);
+    case UnaryOp::Relu: return relu(x);
+    case UnaryOp::Erf: return erf(x);
+    case UnaryOp::Gelu: return gelu(x);
+    case UnaryOp::GeluTanh: return gelu(x, GeluApproximation::Tanh);
+    case UnaryOp::Sign: return unary_forward(UnaryOp::Sign, x);
+    case UnaryOp::IsFinite: return isfinite(x);
+    case UnaryOp::IsNan: return isnan(x);
+  }
+  return x;
+}
+
+Tensor apply_binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  switch (op) {
+    case BinaryOp::Add: return add(a, b);
+    case BinaryOp::Sub: return sub(a, b);
+    case BinaryOp::Mul: return mul(a, b);
+    case BinaryOp::Div: return div(a, b);
+    case BinaryOp::Pow: return pow(a, b);
+    case BinaryOp::Maximum: return maximum(a, b);
+    case BinaryOp::Minimum: return minimum(a, b);
+    default: return binary_forward(op, a, b);
+  }
+}
+
+// The values a kernel is unlikely to write by chance, for poisoning outputs of each dtype.
+Tensor poisoned_output(const Shape& shape, DType dtype, bool flip = false) {
+  if (is_floating_point(dtype)) return poisoned(shape, dtype);
+  if (dtype == kInt64) return full(shape, -123456789.0, TensorOptions(kInt64).device(kGPU));
+  return full(shape, flip ? 0.0 : 1.0, TensorOptions(kBool).device(kGPU));
+}
+
+// Runs `kernel(out)` into poisoned GPU outputs (twice for bool, with both values) and checks
+// every element against the CPU result.
+template <class Kernel>
+void check_poisoned(const Tensor& cpu_result, Kernel kernel, const std::string& what) {
+  for (bool flip : {false, true}) {
+    Tensor out = poisoned_output(cpu_result.sizes(), cpu_result.dtype(), flip);
+    kernel(out);
+    check_parity(out, cpu_result, is_floating_point(cpu_result.dtype()) ? 1e-5 : 0.0, what + " (poisoned output)");
+    if (cpu_result.dtype() != kBool) break;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every unary op matches the CPU, forward and backward, contiguous and transposed") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (DType dtype : {kFloat32, kFloat64}) {
+    for (UnaryOp op : kDifferentiableUnary) {
+      const std::string name = std::string(unary_op_name(op)) + " " + std::string(dtype_name(dtype));
+      const double tolerance = tolerance_for(dtype, kElementwiseTolerance);
+      const Tensor x = as_leaf(domain_input(op, {37, 65}, dtype));
+      check_op_parity([op](const Inputs& in) { return apply_unary(op, in[0]); }, {x}, tolerance, name);
+      check_op_parity([op](const Inputs& in) { return apply_unary(op, in[0].t()); }, {x}, tolerance,
+                      name + " transposed");
+      check_poisoned(apply_unary(op, x.detach()),
+                     [&](const Tensor& out) { kernels::unary.get(kGPU, "unary")(op, out, x.detach().to(kGPU)); },
+                     name);
+    }
+  }
+}
+
+TEST_CASE("sign, isfinite, isnan and the int64 unary ops match the CPU") {
+  const Tensor values = tensor<double>({-2.5, 0.0, 3.0, NAN, INFINITY, -INFINITY, 1e-30}, {7});
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const Tensor x = values.to(dtype);
+    for (UnaryOp op : {UnaryOp::Sign, UnaryOp::IsFinite, UnaryOp::IsNan, UnaryOp::Relu, UnaryOp::Abs}) {
+      const Tensor cpu_result = apply_unary(op, x);
+      check_parity(apply_unary(op, x.to(kGPU)), cpu_result, 0.0, std::string(unary_op_name(op)));
+    }
+  }
+  const Tensor integers = tensor({-7, 0, 5, 9}, {4}).to(kInt64);
+  for (UnaryOp op : {UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Relu, UnaryOp::Sign, UnaryOp::IsFinite, UnaryOp::IsNan}) {
+    check_parity(apply_unary(op, integers.to(kGPU)), apply_unary(op, integers), 0.0,
+                 std::string(unary_op_name(op)) + " int64");
+  }
+  check_parity(isnan(gt(integers, 0.0).to(kGPU)), isnan(gt(integers, 0.0)), 0.0, "isnan bool");
+  CHECK_THROWS_WITH_ALL(unary_forward(UnaryOp::Exp, integers.to(kGPU)), "exp", "int64");
+}
+
+TEST_CASE("clamp matches the CPU, with either bound absent, in every numeric dtype") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const Tensor x = as_leaf(randn({20, 30}, dtype));
+    const double tolerance = tolerance_for(dtype, kElementwiseTolerance);
+    check_op_parity([](const Inputs& in) { return clamp(in[0], -0.5, 0.7); }, {x}, tolerance, "clamp");
+    check_op_parity([](const Inputs& in) { return clamp(in[0].t(), std::nullopt, 0.2); }, {x}, tolerance,
+                    "clamp max only");
+    check_op_parity([](const Inputs& in) { return clamp(in[0], -0.1, std::nullopt); }, {x}, tolerance,
+                    "clamp min only");
+  }
+  const Tensor integers = randint(-50, 50, {40});
+  check_parity(clamp(integers.to(kGPU), -10, 20), clamp(integers, -10, 20), 0.0, "clamp int64");
+  check_parity(clamp(tensor({NAN, 5.f}).to(kGPU), 0, 1), clamp(tensor({NAN, 5.f}), 0, 1), 0.0, "clamp NaN");
+}
+
+TEST_CASE("every binary op matches the CPU with broadcasting and non-contiguous operands") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  const std::vector<BinaryOp> arithmetic = {BinaryOp::Add, BinaryOp::Sub,     BinaryOp::Mul,    BinaryOp::Div,
+                                            BinaryOp::Pow, BinaryOp::Maximum, BinaryOp::Minimum};
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const double tolerance = tolerance_for(dtype, kElementwiseTolerance);
+    for (BinaryOp op : arithmetic) {
+      const std::string name = std::string(binary_op_name(op)) + " " + std::string(dtype_name(dtype));
+      // pow takes a positive base; div a divisor away from 0.
+      const Tensor a = as_leaf(op == BinaryOp::Pow ? add(rand({4, 1, 6}, dtype), 0.5) : randn({4, 1, 6}, dtype));
+      const bool positive = op == BinaryOp::Div || op == BinaryOp::Pow;
+      const Tensor b = as_leaf(positive ? add(rand({5, 6}, dtype), 0.5) : randn({5, 6}, dtype));
+      check_op_parity([op](const Inputs& in) { return apply_binary(op, in[0], in[1]); }, {a, b}, tolerance,
+                      name + " broadcast");
+      const Tensor c = as_leaf(positive ? add(rand({6, 5}, dtype), 0.5) : randn({6, 5}, dtype));
+      check_op_parity([op](const Inputs& in) { return apply_binary(op, in[0], in[1].t()); }, {b, c}, tolerance,
+                      name + " transposed");
+      check_op_parity([op](const Inputs& in) { return apply_binary(op, in[0], scalar_operand(in[0], 1.5, "t")); },
+                      {b}, tolerance, name + " with a scalar");
+      check_poisoned(apply_binary(op, a.detach(), b.detach()),
+                     [&](const Tensor& out) {
+                       kernels::binary.get(kGPU, "binary")(op, out, a.detach().to(kGPU), b.detach().to(kGPU));
+                     },
+                     name);
+    }
+    // maximum and minimum: NaN wins, ties split the gradient.
+    const Tensor with_nan = tensor<double>({1.0, NAN, 3.0, 2.0}, {4}).to(dtype);
+    const Tensor other = tensor<double>({2.0, 0.0, NAN, 2.0}, {4}).to(dtype);
+    check_parity(maximum(with_nan.to(kGPU), other.to(kGPU)), maximum(with_nan, other), 0.0, "maximum NaN");
+    check_parity(minimum(with_nan.to(kGPU), other.to(kGPU)), minimum(with_nan, other), 0.0, "minimum NaN");
+  }
+}
+
+TEST_CASE("comparisons, logical ops and int64 arithmetic match the CPU") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  const std::vector<BinaryOp> predicates = {BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt,         BinaryOp::Le,
+                                            BinaryOp::Gt, BinaryOp::Ge, BinaryOp::LogicalAnd, BinaryOp::LogicalOr};
+  for (DType dtype : {kFloat32, kFloat64, kInt64, kBool}) {
+    // Few distinct values, so equality is common.
+    const Tensor a = dtype == kBool ? gt(randn({3, 1, 8}), 0.0) : randint(-2, 3, {3, 1, 8}).to(dtype);
+    const Tensor b = dtype == kBool ? gt(randn({8, 4}), 0.0) : randint(-2, 3, {8, 4}).to(dtype);
+    for (BinaryOp op : predicates) {
+      const std::string name = std::string(binary_op_name(op)) + " " + std::string(dtype_name(dtype));
+      // b.t() is [4, 8], non-contiguous, and broadcasts against a's [3, 1, 8].
+      check_parity(binary_forward(op, a.to(kGPU), b.to(kGPU).t()), binary_forward(op, a, b.t()), 0.0, name);
+      check_poisoned(binary_forward(op, a, b.t()),
+                     [&](const Tensor& out) {
+                       kernels::binary.get(kGPU, "binary")(op, out, a.to(kGPU), b.to(kGPU).t());
+                     },
+                     name);
+    }
+  }
+  const Tensor a = randint(-100, 100, {6, 7}), b = randint(1, 100, {7});
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum}) {
+    check_parity(binary_forward(op, a.to(kGPU), b.to(kGPU)), binary_forward(op, a, b), 0.0,
+                 std::string(binary_op_name(op)) + " int64");
+  }
+  CHECK_THROWS_WITH_ALL(kernels::binary.get(kGPU, "div")(BinaryOp::Div, empty({7}, TensorOptions(kInt64).device(kGPU)),
+                                                         b.to(kGPU), b.to(kGPU)),
+                        "div", "int64");
+}
+
+TEST_CASE("in-place arithmetic on GPU views matches the CPU") {
+  const Tensor base = randn({6, 8});
+  Tensor cpu_copy = base.clone(), gpu_copy = base.to(kGPU);
+  Tensor cpu_view = cpu_copy.narrow(1, 2, 4), gpu_view = gpu_copy.narrow(1, 2, 4);
+  cpu_view.add_(ones({4}), 2.0).mul_(3.0);
+  gpu_view.add_(ones({4}, kGPU), 2.0).mul_(3.0);
+  check_parity(gpu_copy, cpu_copy, 0.0, "add_ and mul_ through a view");
+  gpu_view.fill_(7.0);
+  cpu_view.fill_(7.0);
+  check_parity(gpu_copy, cpu_copy, 0.0, "fill_ of a view");
+  gpu_copy.t().zero_();
+  CHECK(gpu_copy.abs().sum().item() == 0.0);
+}
+
+TEST_CASE("where and masked_fill match the CPU, with broadcast masks and both gradients") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const double tolerance = tolerance_for(dtype, kElementwiseTolerance);
+    const Tensor condition = gt(randn({4, 1, 6}), 0.0);
+    const Tensor a = as_leaf(randn({5, 6}, dtype)), b = as_leaf(randn({4, 5, 1}, dtype));
+    check_op_parity([](const Inputs& in) { return where(in[0], in[1], in[2]); }, {condition, a, b}, tolerance,
+                    "where");
+    const Tensor mask = gt(randn({6, 1}), 0.0);
+    const Tensor x = as_leaf(randn({5, 6}, dtype));
+    check_op_parity([](const Inputs& in) { return masked_fill(in[0].t(), in[1], -1e9); }, {x, mask}, tolerance,
+                    "masked_fill");
+    check_poisoned(where(condition, a.detach(), b.detach()),
+                   [&](const Tensor& out) {
+                     kernels::where.get(kGPU, "where")(out, condition.to(kGPU), a.detach().to(kGPU),
+                                                       b.detach().to(kGPU));
+                   },
+                   "where");
+  }
+  const Tensor condition = gt(randn({9}), 0.0);
+  const Tensor ints = randint(0, 9, {9}), bools = gt(randn({9}), 0.0);
+  check_parity(where(condition.to(kGPU), ints.to(kGPU), ints.to(kGPU).neg()), where(condition, ints, ints.neg()), 0.0,
+               "where int64");
+  check_parity(where(condition.to(kGPU), bools.to(kGPU), logical_not(bools).to(kGPU)),
+               where(condition, bools, logical_not(bools)), 0.0, "where bool");
+}
+
+TEST_CASE("tril and triu match the CPU for every diagonal, batched, with gradients") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const Tensor x = as_leaf(randn({3, 5, 7}, dtype));
+    for (int64_t diagonal : {-6, -2, 0, 1, 3, 8}) {
+      check_op_parity([diagonal](const Inputs& in) { return tril(in[0], diagonal); }, {x}, 0.0, "tril");
+      check_op_parity([diagonal](const Inputs& in) { return triu(in[0].transpose(1, 2), diagonal); }, {x}, 0.0,
+                      "triu transposed");
+    }
+  }
+  const Tensor causal = ones({4, 4}, kBool);
+  check_parity(tril(causal.to(kGPU)), tril(causal), 0.0, "tril bool");
+  const Tensor integers = randint(0, 9, {3, 3});
+  check_parity(triu(integers.to(kGPU), 1), triu(integers, 1), 0.0, "triu int64");
+}
+
+TEST_CASE("a large elementwise op covers every element across many blocks") {
+  const Tensor x = randn({3, 1000, 1001});
+  const Tensor y = randn({1000, 1});
+  check_parity(add(x.to(kGPU).transpose(0, 2), y.t().to(kGPU).unsqueeze(2)), add(x.transpose(0, 2), y.t().unsqueeze(2)),
+               0.0, "large broadcast add");
+}

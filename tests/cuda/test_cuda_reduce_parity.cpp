@@ -1,0 +1,145 @@
+// Parity of the reductions on CUDA against the CPU: sum, mean, var, std, logsumexp, amax/amin,
+// max/min with indices, argmax/argmin, any/all, over every dim pattern (all dims, leading,
+// trailing, several, non-contiguous input, keepdim), forward and backward, and at sizes that
+// exercise both of the kernels' strategies (a block per output, a thread per output).
+#include <cmath>
+
+#include "helpers.h"
+#include "parity.h"
+
+using namespace ember;
+using namespace ember::testing::cuda;
+using ember::testing::as_leaf;
+
+namespace {
+
+double tolerance_for(DType dtype) { return dtype == kFloat64 ? 1e-12 : kReductionTolerance; }
+
+struct DimsCase {
+  Shape dims;
+  bool keepdim;
+  bool transposed;  // reduce a transposed (non-contiguous) view
+};
+
+const std::vector<DimsCase> kDimsCases = {{{}, false, false},      {{0}, false, false}, {{-1}, true, false},
+                                          {{1}, false, true},      {{0, 2}, true, false}, {{0, 2}, false, true},
+                                          {{1, 2}, false, false}};
+
+std::string describe(const DimsCase& c) {
+  std::string text = "dims " + shape_str(c.dims);
+  if (c.keepdim) text += " keepdim";
+  if (c.transposed) text += " transposed";
+  return text;
+}
+
+Tensor view_of(const Tensor& x, const DimsCase& c) { return c.transposed ? x.transpose(0, 2) : x; }
+
+}  // namespace
+
+TEST_CASE("sum, mean, var, std and logsumexp match the CPU over every dim pattern, with gradients") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const double tolerance = tolerance_for(dtype);
+    const Tensor x = as_leaf(randn({6, 7, 9}, dtype));
+    for (const DimsCase& c : kDimsCases) {
+      const std::string name = describe(c) + " " + std::string(dtype_name(dtype));
+      check_op_parity([c](const Inputs& in) { return sum(view_of(in[0], c), c.dims, c.keepdim); }, {x}, tolerance,
+                      "sum " + name);
+      check_op_parity([c](const Inputs& in) { return mean(view_of(in[0], c), c.dims, c.keepdim); }, {x}, tolerance,
+                      "mean " + name);
+      check_op_parity([c](const Inputs& in) { return var(view_of(in[0], c), c.dims, true, c.keepdim); }, {x},
+                      tolerance, "var " + name);
+      check_op_parity([c](const Inputs& in) { return ember::std(view_of(in[0], c), c.dims, false, c.keepdim); }, {x},
+                      tolerance, "std " + name);
+      check_op_parity([c](const Inputs& in) { return logsumexp(view_of(in[0], c), c.dims, c.keepdim); }, {x},
+                      tolerance, "logsumexp " + name);
+    }
+  }
+}
+
+TEST_CASE("amax, amin, max and min with indices, argmax and argmin match the CPU") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (DType dtype : {kFloat32, kFloat64, kInt64}) {
+    const bool floating = is_floating_point(dtype);
+    const Tensor values = floating ? randn({6, 7, 9}, dtype) : randint(-20, 20, {6, 7, 9});  // int64: many ties
+    const Tensor x = floating ? as_leaf(values) : values;
+    for (const DimsCase& c : kDimsCases) {
+      const std::string name = describe(c) + " " + std::string(dtype_name(dtype));
+      check_op_parity([c](const Inputs& in) { return amax(view_of(in[0], c), c.dims, c.keepdim); }, {x}, 0.0,
+                      "amax " + name);
+      check_op_parity([c](const Inputs& in) { return amin(view_of(in[0], c), c.dims, c.keepdim); }, {x}, 0.0,
+                      "amin " + name);
+    }
+    for (int64_t dim : {0, 1, -1}) {
+      for (bool keepdim : {false, true}) {
+        const std::string name = "dim " + std::to_string(dim) + " " + std::string(dtype_name(dtype));
+        check_op_parity([dim, keepdim](const Inputs& in) { return max(in[0], dim, keepdim).values; }, {x}, 0.0,
+                        "max values " + name);
+        check_op_parity([dim, keepdim](const Inputs& in) { return min(in[0].transpose(0, 1), dim, keepdim).values; },
+                        {x}, 0.0, "min values transposed " + name);
+        const Tensor gpu_x = values.to(kGPU);
+        check_parity(max(gpu_x, dim, keepdim).indices, max(values, dim, keepdim).indices, 0.0, "max indices " + name);
+        check_parity(argmax(gpu_x, dim, keepdim), argmax(values, dim, keepdim), 0.0, "argmax " + name);
+        check_parity(argmin(gpu_x.transpose(0, 2), dim, keepdim), argmin(values.transpose(0, 2), dim, keepdim), 0.0,
+                     "argmin transposed " + name);
+      }
+    }
+    check_parity(argmax(values.to(kGPU)), argmax(values), 0.0, "argmax of all");
+    check_parity(argmin(values.to(kGPU)), argmin(values), 0.0, "argmin of all");
+    check_parity(max(values.to(kGPU)), max(values), 0.0, "max of all");
+  }
+}
+
+TEST_CASE("extrema keep the CPU's rules for ties, NaN and infinities") {
+  const Tensor x = tensor<double>({3.0, 1.0, 3.0, NAN, 2.0, NAN, -INFINITY, -INFINITY, 5.0, 5.0, INFINITY, 0.0}, {3, 4});
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const Tensor host = x.to(dtype), device = x.to(dtype).to(kGPU);
+    for (int64_t dim : {0, 1}) {
+      check_parity(argmax(device, dim), argmax(host, dim), 0.0, "argmax ties and NaN");
+      check_parity(argmin(device, dim), argmin(host, dim), 0.0, "argmin ties and NaN");
+      check_parity(amax(device, {dim}), amax(host, {dim}), 0.0, "amax NaN");
+      check_parity(amin(device, {dim}), amin(host, {dim}), 0.0, "amin NaN");
+      check_parity(logsumexp(device, {dim}), logsumexp(host, {dim}), 1e-6, "logsumexp with infinities");
+    }
+  }
+  const Tensor all_minus_inf = full({2, 3}, -INFINITY);
+  check_parity(logsumexp(all_minus_inf.to(kGPU), {1}), logsumexp(all_minus_inf, {1}), 0.0, "logsumexp of -inf");
+}
+
+TEST_CASE("any, all and int64 sums match the CPU") {
+  const Tensor integers = randint(-3, 3, {5, 8});
+  for (const Shape& dims : {Shape{}, Shape{0}, Shape{1}}) {
+    check_parity(sum(integers.to(kGPU), dims), sum(integers, dims), 0.0, "sum int64");
+    check_parity(any(integers.to(kGPU), dims), any(integers, dims), 0.0, "any");
+    check_parity(all(integers.to(kGPU), dims), all(integers, dims), 0.0, "all");
+  }
+}
+
+TEST_CASE("large reductions cover both kernel strategies and match the CPU") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  // One long row (a block per output), rows (a block per output), many columns (a thread per
+  // output), few long columns (a block per output, strided), and an empty reduced dim.
+  const Tensor long_row = randn({3000000});
+  check_parity(sum(long_row.to(kGPU)), sum(long_row), kReductionTolerance, "sum of 3M");
+  check_parity(var(long_row.to(kGPU)), var(long_row), kReductionTolerance, "var of 3M");
+  check_parity(argmax(long_row.to(kGPU)), argmax(long_row), 0.0, "argmax of 3M");
+  const Tensor rows = randn({5000, 300});
+  check_parity(logsumexp(rows.to(kGPU), {1}), logsumexp(rows, {1}), kReductionTolerance, "logsumexp of rows");
+  check_parity(sum(rows.to(kGPU), {1}), sum(rows, {1}), kReductionTolerance, "sum of rows");
+  const Tensor columns = randn({300, 5000});
+  check_parity(sum(columns.to(kGPU), {0}), sum(columns, {0}), kReductionTolerance, "sum of 5000 columns");
+  check_parity(amax(columns.to(kGPU), {0}), amax(columns, {0}), 0.0, "amax of 5000 columns");
+  check_parity(var(columns.to(kGPU), {0}), var(columns, {0}), kReductionTolerance, "var of 5000 columns");
+  const Tensor few_columns = randn({100000, 3});
+  check_parity(sum(few_columns.to(kGPU), {0}), sum(few_columns, {0}), kReductionTolerance, "sum of 3 long columns");
+  check_parity(argmin(few_columns.to(kGPU), 0), argmin(few_columns, 0), 0.0, "argmin of 3 long columns");
+  const Tensor empty_dim = randn({4, 0, 3});
+  check_parity(sum(empty_dim.to(kGPU), {1}), sum(empty_dim, {1}), 0.0, "sum over an empty dim");
+  check_parity(logsumexp(empty_dim.to(kGPU), {1}), logsumexp(empty_dim, {1}), 0.0, "logsumexp over an empty dim");
+}
