@@ -60,10 +60,13 @@ inline Tensor poisoned(const Shape& shape, DType dtype = kFloat32) {
 // Runs `op` on CPU leaves and on GPU copies of them, compares the results, then backpropagates
 // the same random upstream gradient on both devices and compares the gradient of every input
 // that requires grad. `inputs` live on the CPU; pass views (transpose, expand) inside `op` to
-// exercise non-contiguous and broadcast operands.
+// exercise non-contiguous and broadcast operands. Both devices get fresh leaves, so the same
+// inputs can serve several checks without gradients piling up on one side. Gradients are
+// compared under `gradient_tolerance` (negative: `tolerance`).
 using Inputs = std::vector<Tensor>;
-inline void check_op_parity(const std::function<Tensor(const Inputs&)>& op,
-                            const std::vector<Tensor>& inputs, double tolerance, const std::string& what) {
+inline void check_op_parity(const std::function<Tensor(const Inputs&)>& op, const std::vector<Tensor>& inputs,
+                            double tolerance, const std::string& what, double gradient_tolerance = -1) {
+  if (gradient_tolerance < 0) gradient_tolerance = tolerance;
   std::vector<Tensor> cpu_inputs, gpu_inputs;
   for (const Tensor& input : inputs) {
     Tensor cpu_input = input.detach();
@@ -79,13 +82,14 @@ inline void check_op_parity(const std::function<Tensor(const Inputs&)>& op,
   const Tensor gpu_result = op(gpu_inputs);
   check_parity(gpu_result, cpu_result, tolerance, what + " (forward)");
   if (!cpu_result.requires_grad()) return;
+  REQUIRE_MESSAGE(gpu_result.requires_grad(), what << ": the CUDA result records no backward");
   const Tensor upstream = randn(cpu_result.sizes(), cpu_result.dtype());
   cpu_result.backward(upstream);
   gpu_result.backward(upstream.to(kGPU));
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (!inputs[k].requires_grad()) continue;
     REQUIRE_MESSAGE(gpu_inputs[k].grad().defined(), what << ": input " << k << " got no gradient on the GPU");
-    check_parity(gpu_inputs[k].grad(), cpu_inputs[k].grad(), tolerance,
+    check_parity(gpu_inputs[k].grad(), cpu_inputs[k].grad(), gradient_tolerance,
                  what + " (gradient of input " + std::to_string(k) + ")");
   }
 }
