@@ -182,7 +182,7 @@ bool is_math(UnaryOp op) {
 }
 
 // The derivative of each op as a tensor expression of its input x or its output y (only the
-// one it reads is defined).
+// one it reads is defined). The activations (relu, gelu) have a fused backward instead.
 Tensor derivative(UnaryOp op, const Tensor& x, const Tensor& y) {
   switch (op) {
     case UnaryOp::Neg: return full_like(x, -1.0);
@@ -195,21 +195,7 @@ Tensor derivative(UnaryOp op, const Tensor& x, const Tensor& y) {
     case UnaryOp::Cos: return neg(sin(x));
     case UnaryOp::Tanh: return 1.0 - mul(y, y);
     case UnaryOp::Sigmoid: return mul(y, 1.0 - y);
-    case UnaryOp::Relu: return gt(x, 0.0).to(x.dtype());
     case UnaryOp::Erf: return mul(exp(neg(mul(x, x))), 2.0 / std::sqrt(std::numbers::pi));
-    case UnaryOp::Gelu: {
-      // d/dx x Phi(x) = Phi(x) + x phi(x)
-      const Tensor cdf = mul(add(erf(mul(x, kInvSqrt2)), 1.0), 0.5);
-      const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), kInvSqrt2Pi);
-      return add(cdf, mul(x, pdf));
-    }
-    case UnaryOp::GeluTanh: {
-      // y = 0.5 x (1 + tanh(u)), u = c (x + 0.044715 x^3)
-      const Tensor x2 = mul(x, x);
-      const Tensor t = tanh(mul(add(mul(mul(x2, x), 0.044715), x), kSqrt2OverPi));
-      const Tensor du = mul(add(mul(x2, 3 * 0.044715), 1.0), kSqrt2OverPi);
-      return add(mul(add(t, 1.0), 0.5), mul(mul(mul(x, 1.0 - mul(t, t)), du), 0.5));
-    }
     default: fail("{}: has no derivative", unary_op_name(op));
   }
 }
@@ -231,11 +217,11 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   return autograd::record(kNames[static_cast<int>(op)], out, {x},
                           [op, sx = autograd::save(uses_output ? Tensor() : x),
                            sy = autograd::save(uses_output ? out : Tensor())](const Tensor& grad) {
-                            if (has_fused_backward(op) && grad.dtype() == sx.get().dtype()) {
+                            if (has_fused_backward(op)) {
                               const Tensor& x = sx.get();
                               Tensor grad_x = make_tensor(x.sizes(), x.dtype(), x.device());
                               kernels::activation_backward.get(x.device(), op == UnaryOp::Relu ? "relu_backward" : "gelu_backward")(
-                                  op, grad_x, grad, x);
+                                  op, grad_x, grad.dtype() == x.dtype() ? grad : grad.to(x.dtype()), x);
                               return autograd::grads(grad_x);
                             }
                             return autograd::grads(mul(grad, derivative(op, sx.get(), sy.get())));
