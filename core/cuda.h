@@ -27,6 +27,11 @@ void check_device(int index);
 // cpu() wait by themselves). Does nothing without a GPU.
 void synchronize();
 
+// How many times the host has waited for the GPU so far: copies to the host (item(), cpu(),
+// to_vector()), copies from host memory to the GPU, and synchronize(). A warm training step on
+// tensors already on the GPU adds none until its loss is read. 0 without the CUDA backend.
+int64_t host_synchronizations();
+
 // What the caching allocator holds on one device, in bytes of its rounded blocks.
 struct MemoryStats {
   int64_t allocated_bytes = 0;       // held by live tensors

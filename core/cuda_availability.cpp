@@ -28,6 +28,7 @@ void check_device(int index) {
        "ember::cuda::is_available() before asking for a GPU", index);
 }
 void synchronize() {}
+int64_t host_synchronizations() { return 0; }
 MemoryStats memory_stats(int) { return {}; }
 void reset_peak_memory_stats(int) {}
 void empty_cache() {}

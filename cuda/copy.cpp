@@ -10,6 +10,7 @@
 #include "core/ops/copy.h"
 #include "cuda/check.h"
 #include "cuda/copy_kernels.h"
+#include "cuda/host_wait.h"
 #include "cuda/tensor_layout.h"
 
 namespace ember::cuda {
@@ -39,31 +40,36 @@ Tensor contiguous_on_host(const Tensor& src) {
   return host;
 }
 
+// From pageable memory, cudaMemcpy waits for the queued work before it copies.
+void copy_to_device(void* device_bytes, const Tensor& host) {
+  check(cudaMemcpy(device_bytes, host.raw_data(), byte_size(host), cudaMemcpyHostToDevice), "copy to GPU");
+  host_waited_for_gpu();
+}
+
 void upload(const Tensor& dst, const Tensor& src) {
   const Tensor host = contiguous_on_host(src);
-  if (is_plain_copy(dst, host)) {
-    check(cudaMemcpy(dst.raw_data(), host.raw_data(), byte_size(host), cudaMemcpyHostToDevice), "copy to GPU");
-    return;
-  }
+  if (is_plain_copy(dst, host)) return copy_to_device(dst.raw_data(), host);
   const Tensor staged = make_tensor(host.sizes(), host.dtype(), dst.device());
-  check(cudaMemcpy(staged.raw_data(), host.raw_data(), byte_size(host), cudaMemcpyHostToDevice), "copy to GPU");
+  copy_to_device(staged.raw_data(), host);
   convert_on_device(dst, staged);
 }
 
+void copy_to_host(const Tensor& host, const Tensor& device_side) {
+  check(cudaMemcpy(host.raw_data(), device_side.raw_data(), byte_size(host), cudaMemcpyDeviceToHost), "copy to CPU");
+  host_waited_for_gpu();
+}
+
 // cudaMemcpy to the host waits for the kernels queued before it: this is where item() and
-// cpu() synchronise, and the only place.
+// cpu() synchronise.
 void download(const Tensor& dst, const Tensor& src) {
   Tensor device_side = src;
   if (!(src.dtype() == dst.dtype() && src.sizes() == dst.sizes() && src.is_contiguous())) {
     device_side = make_tensor(dst.sizes(), dst.dtype(), src.device());
     convert_on_device(device_side, src);
   }
-  if (dst.is_contiguous()) {
-    check(cudaMemcpy(dst.raw_data(), device_side.raw_data(), byte_size(dst), cudaMemcpyDeviceToHost), "copy to CPU");
-    return;
-  }
+  if (dst.is_contiguous()) return copy_to_host(dst, device_side);
   const Tensor host = make_tensor(dst.sizes(), dst.dtype(), kCPU);
-  check(cudaMemcpy(host.raw_data(), device_side.raw_data(), byte_size(host), cudaMemcpyDeviceToHost), "copy to CPU");
+  copy_to_host(host, device_side);
   kernels::copy[kCPU](dst, host);
 }
 

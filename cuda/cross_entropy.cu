@@ -13,7 +13,8 @@ namespace ember::cuda {
 namespace {
 
 // loss = (1 - eps) * (lse - x[target]) + eps * (lse - mean_c x[c]), lse = max + log_sum, with
-// max subtracted from x first as on the CPU. Ignored rows get loss 0.
+// max subtracted from x first as on the CPU. Ignored rows get loss 0, and so do rows whose
+// target is out of range (the range check reports those at the next synchronisation).
 template <class T>
 __global__ void cross_entropy_rows(const T* logits, const int64_t* targets, T* losses, T* row_max, T* log_sum,
                                    int64_t rows, int64_t classes, int64_t ignore_index, T smoothing) {
@@ -33,9 +34,10 @@ __global__ void cross_entropy_rows(const T* logits, const int64_t* targets, T* l
       row_max[row] = max;
       log_sum[row] = log_of_sum;
       const int64_t target = targets[row];
-      const T nll = target == ignore_index ? T(0) : (max - x[target]) + log_of_sum;
+      const bool skipped = target == ignore_index || target < 0 || target >= classes;
+      const T nll = skipped ? T(0) : (max - x[target]) + log_of_sum;
       const T smooth = (max - total / static_cast<T>(classes)) + log_of_sum;
-      losses[row] = target == ignore_index ? T(0)
+      losses[row] = skipped ? T(0)
                     : smoothing == T(0)    ? nll
                                            : (T(1) - smoothing) * nll + smoothing * smooth;
     }

@@ -1,10 +1,15 @@
 // What the CUDA runtime reports about GPUs, the device check every CUDA storage passes, and
-// synchronize(). Compiled wherever nvcc is found, GPU or not.
+// synchronize() and the count of the host's waits for the GPU. Compiled wherever nvcc is
+// found, GPU or not.
 #include <cuda_runtime_api.h>
+
+#include <atomic>
 
 #include "core/cuda.h"
 #include "core/error.h"
 #include "cuda/check.h"
+#include "cuda/host_wait.h"
+#include "cuda/index_check_kernels.h"
 
 namespace ember::cuda {
 
@@ -32,9 +37,21 @@ void check_device(int index) {
   }
 }
 
+namespace {
+std::atomic<int64_t> host_waits{0};
+}  // namespace
+
+void host_waited_for_gpu() {
+  host_waits.fetch_add(1, std::memory_order_relaxed);
+  report_index_errors();
+}
+
+int64_t host_synchronizations() { return host_waits.load(std::memory_order_relaxed); }
+
 void synchronize() {
   if (device_count() == 0) return;
   check(cudaDeviceSynchronize(), "synchronize");
+  host_waited_for_gpu();
 }
 
 }  // namespace ember::cuda

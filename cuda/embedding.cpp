@@ -1,7 +1,7 @@
 // Registers embedding's CUDA kernels: the forward is a row gather from the table and the
 // backward a row scatter-add into a zeroed table, so both run the index kernels of
 // cuda/indexing.cu (weight [num, dim] seen as [1, num, dim]). core/ops/embedding.cpp has
-// checked the ids on the host already.
+// queued the ids' range check; those kernels skip an id out of range until it is reported.
 #include "core/ops/embedding.h"
 #include "cuda/indexing_kernels.h"
 

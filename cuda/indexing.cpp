@@ -1,9 +1,7 @@
 // Registers the CUDA index kernels (cuda/indexing.cu) into core's tables: index_select and
-// gather (and their backwards index_add and scatter_add), with the range checks core's
-// contract asks for.
+// gather (and their backwards index_add and scatter_add). core has checked the index's range
+// before (core/ops/index_check.h).
 #include "core/ops/indexing.h"
-
-#include <vector>
 
 #include "cuda/indexing_kernels.h"
 
@@ -17,16 +15,6 @@ void visit_element_size(DType dtype, Fn&& fn) {
     case 1: fn.template operator()<uint8_t>(); break;
     case 4: fn.template operator()<uint32_t>(); break;
     default: fn.template operator()<uint64_t>(); break;
-  }
-}
-
-// Throws naming the first index outside [0, size). The kernels index without checks, so the
-// index is read on the host first: a synchronising copy, as for embedding's ids and
-// cross_entropy's targets in core.
-void check_range(const char* op, const Tensor& index, int64_t dim, int64_t size) {
-  const std::vector<int64_t> values = index.to_vector<int64_t>();
-  for (const int64_t value : values) {
-    EMBER_CHECK(value >= 0 && value < size, "{}: index {} is out of range for dim {} of size {}", op, value, dim, size);
   }
 }
 
@@ -44,6 +32,7 @@ IndexGeometry geometry_of(const char* op, const Tensor& index, const Tensor& ind
   IndexGeometry geometry;
   geometry.rank = static_cast<int>(index.dim());
   geometry.dim = static_cast<int>(dim);
+  geometry.indexed_size = indexed.sizes()[dim];
   for (int d = 0; d < geometry.rank; ++d) {
     geometry.sizes[d] = index.sizes()[d];
     geometry.strides[d] = indexed.strides()[d];
@@ -53,7 +42,6 @@ IndexGeometry geometry_of(const char* op, const Tensor& index, const Tensor& ind
 
 void index_select_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   const int64_t size = x.sizes()[dim];
-  check_range("index_select", index, dim, size);
   visit_element_size(x.dtype(), [&]<class E>() {
     launch_index_select<E>(static_cast<const E*>(x.raw_data()), index.data_ptr<int64_t>(),
                            static_cast<E*>(out.raw_data()), product(x.sizes(), 0, dim), size, index.numel(),
@@ -72,7 +60,6 @@ void index_add_cuda(const Tensor& target, const Tensor& source, int64_t dim, con
 EMBER_REGISTER_KERNEL(kernels::index_add, DeviceType::CUDA, index_add_cuda);
 
 void gather_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
-  check_range("gather", index, dim, x.sizes()[dim]);
   const IndexGeometry geometry = geometry_of("gather", index, x, dim);
   visit_element_size(x.dtype(), [&]<class E>() {
     launch_gather<E>(static_cast<const E*>(x.raw_data()), index.data_ptr<int64_t>(), static_cast<E*>(out.raw_data()),

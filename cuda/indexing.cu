@@ -1,6 +1,7 @@
 // index_select, index_add, gather and scatter_add on CUDA: one thread per element of the
 // iteration space, grid-stride loops with int64 positions. The adding kernels use atomicAdd,
-// because equal indices make several threads add into one element.
+// because equal indices make several threads add into one element. An index outside the
+// tensor (the range check reports it later) is skipped: gathers read 0 there, adds add nothing.
 #include <cstdint>
 
 #include "cuda/check.h"
@@ -16,7 +17,8 @@ __global__ void index_select_elements(const Element* x, const int64_t* index, El
   const int64_t total = outer * count * inner;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t column = i % inner, j = (i / inner) % count, o = i / (inner * count);
-    out[i] = x[(o * size + index[j]) * inner + column];
+    const int64_t at = index[j];
+    out[i] = at >= 0 && at < size ? x[(o * size + at) * inner + column] : Element(0);
   }
 }
 
@@ -33,9 +35,15 @@ __global__ void index_add_elements(T* target, const T* source, const int64_t* in
   const int64_t total = outer * count * inner;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t column = i % inner, j = (i / inner) % count, o = i / (inner * count);
-    if (index[j] == skip) continue;
-    add_to(target + (o * size + index[j]) * inner + column, source[i]);
+    const int64_t at = index[j];
+    if (at == skip || at < 0 || at >= size) continue;
+    add_to(target + (o * size + at) * inner + column, source[i]);
   }
+}
+
+// Whether the index's value at flat position i lies inside the indexed tensor.
+__device__ bool in_range(const IndexGeometry& geometry, const int64_t* index, int64_t i) {
+  return index[i] >= 0 && index[i] < geometry.indexed_size;
 }
 
 // The offset, through geometry.strides, of flat position i of the index, whose coordinate
@@ -60,7 +68,7 @@ template <class Element>
 __global__ void gather_elements(const Element* x, const int64_t* index, Element* out, IndexGeometry geometry) {
   const int64_t total = positions_of(geometry);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    out[i] = x[indexed_offset(geometry, index, i)];
+    out[i] = in_range(geometry, index, i) ? x[indexed_offset(geometry, index, i)] : Element(0);
   }
 }
 
@@ -68,7 +76,7 @@ template <class T>
 __global__ void scatter_add_elements(T* target, const T* source, const int64_t* index, IndexGeometry geometry) {
   const int64_t total = positions_of(geometry);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    add_to(target + indexed_offset(geometry, index, i), source[i]);
+    if (in_range(geometry, index, i)) add_to(target + indexed_offset(geometry, index, i), source[i]);
   }
 }
 

@@ -1,6 +1,8 @@
 // Launchers of the index kernels (cuda/indexing.cu) on raw pointers: row gathers and
 // scatter-adds along one dim (index_select, index_add, and embedding on top of them) and the
-// elementwise gather and scatter_add. Indices are int64 and already in range.
+// elementwise gather and scatter_add. Indices are int64. core has queued the range check
+// (cuda/index_check_kernels.h), which reports a bad index at the next synchronisation; until
+// then these kernels must not touch memory through it, so they skip it (gathers read 0).
 //
 // The copying kernels move elements without looking at them, so they are instantiated per
 // element size (uint8_t, uint32_t, uint64_t stand for bool, float, double and int64); the
@@ -19,6 +21,7 @@ inline constexpr int kMaxIndexDims = 8;
 struct IndexGeometry {
   int rank = 0;
   int dim = 0;
+  int64_t indexed_size = 0;  // the size along dim of the tensor the index points into
   int64_t sizes[kMaxIndexDims] = {};
   int64_t strides[kMaxIndexDims] = {};
 };

@@ -6,6 +6,7 @@
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/ops/index_check.h"
 #include "core/ops/indexing.h"
 #include "core/ops/reduce.h"
 #include "core/ops/unary.h"
@@ -14,7 +15,9 @@
 namespace ember::nn {
 namespace {
 
-Tensor apply_reduction(const Tensor& losses, Reduction reduction, double count) {
+// `count` divides the sum for the mean: a number, or a scalar tensor on the losses' device.
+template <class Count>
+Tensor apply_reduction(const Tensor& losses, Reduction reduction, const Count& count) {
   switch (reduction) {
     case Reduction::None: return losses;
     case Reduction::Sum: return sum(losses);
@@ -56,23 +59,17 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_i
               shape_str(log_probs.sizes()), shape_str(row_shape), shape_str(targets.sizes()));
   const int64_t classes = log_probs.size(-1);
 
-  // Checked on the host so that the message names nll_loss and the position, not gather.
-  const std::vector<int64_t> values = targets.to_vector<int64_t>();
-  int64_t counted = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] == ignore_index) continue;
-    EMBER_CHECK(values[i] >= 0 && values[i] < classes,
-                "nll_loss: target {} (at flat position {}) is out of range for {} classes", values[i], i, classes);
-    ++counted;
-  }
+  check_index_range(targets, classes, ignore_index, {"nll_loss: target", fmt::format("{} classes", classes)});
+  // The count for the mean stays a tensor on the targets' device: no read back to the host.
+  const Tensor ignored = eq(targets, static_cast<double>(ignore_index));
+  const Tensor counted = sum(logical_not(ignored).to(log_probs.dtype()));
 
   // Ignored rows gather class 0 (any valid index) and are then zeroed, which also zeroes
   // their gradient.
-  const Tensor ignored = eq(targets, static_cast<double>(ignore_index));
   const Tensor safe_targets = where(ignored, scalar_tensor(0.0, targets.options()), targets);
   const Tensor picked = squeeze(gather(log_probs, -1, unsqueeze(safe_targets, -1)), -1);
   const Tensor losses = masked_fill(neg(picked), ignored, 0.0);
-  return apply_reduction(losses, reduction, static_cast<double>(counted));
+  return apply_reduction(losses, reduction, counted);
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {

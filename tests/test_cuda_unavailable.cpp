@@ -30,6 +30,7 @@ TEST_CASE("without a GPU, memory statistics are zeros and synchronize and empty_
   CHECK(stats.peak_allocated_bytes == 0);
   CHECK(stats.cuda_malloc_calls == 0);
   CHECK_NOTHROW(cuda::synchronize());
+  CHECK(cuda::host_synchronizations() == 0);
   CHECK_NOTHROW(cuda::empty_cache());
   CHECK_NOTHROW(cuda::reset_peak_memory_stats());
   CHECK(cuda::memory_summary() == "cuda:0: allocated 0.0 MiB (peak 0.0 MiB), reserved 0.0 MiB, 0 cudaMalloc, 0 cudaFree");

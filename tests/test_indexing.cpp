@@ -187,13 +187,13 @@ TEST_CASE("tril and triu keep the triangles of the last two dims") {
 TEST_CASE("indexing errors name the op, the index and the sizes") {
   const Tensor x = zeros({3, 5});
   CHECK_THROWS_WITH_ALL(gather(x, 1, index_tensor({0, 7, 1}, {1, 3})),
-                        "gather: index 7 is out of range for dim 1 of size 5");
+                        "gather: index 7 (at flat position 1) is out of range for dim 1 of size 5");
   CHECK_THROWS_WITH_ALL(gather(x, 0, index_tensor({-1}, {1, 1})),
-                        "gather: index -1 is out of range for dim 0 of size 3");
+                        "gather: index -1 (at flat position 0) is out of range for dim 0 of size 3");
   CHECK_THROWS_WITH_ALL(index_select(x, 1, index_tensor({0, 5}, {2})),
-                        "index_select: index 5 is out of range for dim 1 of size 5");
+                        "index_select: index 5 (at flat position 1) is out of range for dim 1 of size 5");
   CHECK_THROWS_WITH_ALL(index_select(x, 0, index_tensor({-2}, {1})),
-                        "index_select: index -2 is out of range for dim 0 of size 3");
+                        "index_select: index -2 (at flat position 0) is out of range for dim 0 of size 3");
   CHECK_THROWS_WITH_ALL(index_select(x, 0, tensor({0.0, 1.0})), "index_select", "int64", "float64");
   CHECK_THROWS_WITH_ALL(gather(x, 0, zeros({1, 1}, kBool)), "gather", "int64", "bool");
   CHECK_THROWS_WITH_ALL(index_select(x, 0, zeros({1, 1}, kInt64)), "index_select", "1-D", "[1, 1]");

@@ -23,6 +23,7 @@
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/ops/index_check.h"
 #include "core/ops/reduce.h"
 #include "core/ops/views.h"
 #include "core/parallel.h"
@@ -116,20 +117,10 @@ void cross_entropy_backward_cpu(const Tensor& grad_logits, const Tensor& row_sca
 }
 EMBER_REGISTER_KERNEL(kernels::cross_entropy_backward, DeviceType::CPU, cross_entropy_backward_cpu);
 
-// Checks every target on the host (a copy for device tensors), so kernels index without
-// checks, and counts the non-ignored ones for the mean.
-int64_t check_targets(const Tensor& targets, int64_t classes, int64_t ignore_index) {
-  const Tensor host = targets.cpu();
-  const int64_t* target = host.data_ptr<int64_t>();
-  int64_t counted = 0;
-  for (int64_t r = 0; r < host.numel(); ++r) {
-    const int64_t t = target[r];
-    if (t == ignore_index) continue;
-    EMBER_CHECK(t >= 0 && t < classes, "cross_entropy: target {} (at flat position {}) is out of range for {} classes",
-                t, r, classes);
-    ++counted;
-  }
-  return counted;
+// How many targets count towards the mean: those not equal to ignore_index, as a scalar of
+// `dtype` on the targets' device, so that dividing by it never reads anything back.
+Tensor counted_targets(const Tensor& targets, int64_t ignore_index, DType dtype) {
+  return sum(ne(targets, static_cast<double>(ignore_index)).to(dtype));
 }
 
 }  // namespace
@@ -154,7 +145,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
 
   const Tensor x = contiguous(logits);
   const Tensor index = contiguous(targets);
-  const int64_t counted = check_targets(index, classes, options.ignore_index);
+  check_index_range(index, classes, options.ignore_index,
+                    {"cross_entropy: target", fmt::format("{} classes", classes)});
   Tensor losses = make_tensor(row_shape, x.dtype(), x.device());
   Tensor row_max = make_tensor(row_shape, x.dtype(), x.device());
   Tensor log_sum = make_tensor(row_shape, x.dtype(), x.device());
@@ -163,14 +155,17 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
                                        options.label_smoothing);
   }
 
-  Tensor out;
+  Tensor out, counted;
   {
     // The reduction belongs to this op's one node, not to a node of its own.
     NoGradGuard no_grad;
     switch (options.reduction) {
       case Reduction::None: out = losses; break;
       case Reduction::Sum: out = sum(losses); break;
-      case Reduction::Mean: out = div(sum(losses), static_cast<double>(counted)); break;
+      case Reduction::Mean:
+        counted = counted_targets(index, options.ignore_index, x.dtype());
+        out = div(sum(losses), counted);
+        break;
     }
   }
   return autograd::record(
@@ -184,7 +179,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
           case Reduction::None: row_scale = contiguous(grad); break;
           case Reduction::Sum: row_scale = contiguous(expand(grad, saved_max.sizes())); break;
           case Reduction::Mean:
-            row_scale = contiguous(expand(div(grad, static_cast<double>(counted)), saved_max.sizes()));
+            row_scale = contiguous(expand(div(grad, counted.to(grad.dtype())), saved_max.sizes()));
             break;
         }
         Tensor grad_logits = make_tensor(saved_x.sizes(), saved_x.dtype(), saved_x.device());

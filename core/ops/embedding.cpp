@@ -5,6 +5,7 @@
 #include "core/autograd/record.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
+#include "core/ops/index_check.h"
 #include "core/parallel.h"
 
 namespace ember {
@@ -60,23 +61,6 @@ void embedding_backward_cpu(const Tensor& grad_weight, const Tensor& grad_out, c
 }
 EMBER_REGISTER_KERNEL(kernels::embedding_backward, DeviceType::CPU, embedding_backward_cpu);
 
-// Throws naming the first id outside [0, num_embeddings). The ids are read on the host (a
-// copy for a device tensor) so the kernels can index without checks.
-void check_ids(const Tensor& ids, int64_t num_embeddings) {
-  const Tensor host = ids.cpu();
-  const int64_t* index = host.data_ptr<int64_t>();
-  const int64_t count = host.numel();
-  int64_t first_bad = -1;
-  for (int64_t k = 0; k < count; ++k) {
-    if (index[k] < 0 || index[k] >= num_embeddings) {
-      first_bad = k;
-      break;
-    }
-  }
-  EMBER_CHECK(first_bad < 0, "embedding: id {} (at flat position {}) is out of range for {} embeddings",
-              index[first_bad], first_bad, num_embeddings);
-}
-
 }  // namespace
 
 Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t> padding_idx) {
@@ -95,7 +79,8 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t>
     padding = *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
   }
   const Tensor index = contiguous(ids);
-  check_ids(index, num_embeddings);
+  check_index_range(index, num_embeddings, std::nullopt,
+                    {"embedding: id", fmt::format("{} embeddings", num_embeddings)});
 
   Shape out_shape = ids.sizes();
   out_shape.push_back(dim);

@@ -10,6 +10,7 @@
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/ops/index_check.h"
 #include "core/ops/views.h"
 #include "core/parallel.h"
 
@@ -30,23 +31,6 @@ constinit KernelTable<void(const Tensor& out, const Tensor& x, int64_t diagonal,
 namespace {
 
 // --- CPU kernels --------------------------------------------------------------------------
-
-// Throws when an index lies outside [0, size). A vectorised min/max pass first, so the common
-// all-valid case costs one read of the index; the first bad value is searched only on failure.
-void check_index_range(const char* op, const int64_t* index, int64_t count, int64_t dim, int64_t size) {
-  int64_t lowest = 0, highest = 0;
-  if (count > 0) lowest = highest = index[0];
-#pragma omp simd reduction(min : lowest) reduction(max : highest)
-  for (int64_t k = 0; k < count; ++k) {
-    lowest = std::min(lowest, index[k]);
-    highest = std::max(highest, index[k]);
-  }
-  if (lowest >= 0 && highest < size) return;
-  for (int64_t k = 0; k < count; ++k) {
-    EMBER_CHECK(index[k] >= 0 && index[k] < size, "{}: index {} is out of range for dim {} of size {}", op, index[k],
-                dim, size);
-  }
-}
 
 // Products of the sizes before and after `dim`.
 int64_t outer_size(const Shape& sizes, int64_t dim) {
@@ -80,7 +64,6 @@ std::vector<int64_t> position_offsets(const Shape& sizes, const Shape& strides, 
 void index_select_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   const int64_t size = x.sizes()[dim], count = index.numel();
   const int64_t* idx = index.data_ptr<int64_t>();
-  check_index_range("index_select", idx, count, dim, size);
   const int64_t outer = outer_size(x.sizes(), dim), inner = inner_size(x.sizes(), dim);
   visit_dtype(x.dtype(), [&]<class T>() {
     const T* source = x.data_ptr<T>();
@@ -126,7 +109,6 @@ EMBER_REGISTER_KERNEL(kernels::index_add, DeviceType::CPU, index_add_cpu);
 
 void gather_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   const int64_t* idx = index.data_ptr<int64_t>();
-  check_index_range("gather", idx, index.numel(), dim, x.sizes()[dim]);
   const Shape& shape = index.sizes();
   const int64_t rank = index.dim();
   const int64_t outer = outer_size(shape, dim), count = shape[dim], inner = inner_size(shape, dim);
@@ -227,6 +209,11 @@ void check_index(const char* op, const Tensor& x, const Tensor& index) {
               index.device());
 }
 
+// "gather: index 7 (at flat position 2) is out of range for dim 1 of size 5"
+IndexRangeMessage index_range_message(const char* op, const Tensor& x, int64_t dim) {
+  return {fmt::format("{}: index", op), fmt::format("dim {} of size {}", dim, x.sizes()[dim])};
+}
+
 void check_mask(const char* op, const char* what, const Tensor& mask, const Tensor& x) {
   EMBER_CHECK(mask.defined() && x.defined(), "{}: tensor is undefined", op);
   EMBER_CHECK(mask.dtype() == kBool, "{}: {} must be bool, got {} (make one with a comparison such as eq)", op, what,
@@ -253,6 +240,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   EMBER_CHECK(index.dim() <= 1, "index_select: index must be 1-D, got shape {}", shape_str(index.sizes()));
   dim = wrap_dim(dim, x.dim(), "index_select");
   const Tensor flat_index = contiguous_values(index);
+  check_index_range(flat_index, x.sizes()[dim], std::nullopt, index_range_message("index_select", x, dim));
   Shape shape = x.sizes();
   shape[dim] = index.numel();
   Tensor out = make_tensor(shape, x.dtype(), x.device());
@@ -277,6 +265,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
                 shape_str(index.sizes()), shape_str(x.sizes()), d, index.sizes()[d], x.sizes()[d]);
   }
   const Tensor flat_index = contiguous_values(index);
+  check_index_range(flat_index, x.sizes()[dim], std::nullopt, index_range_message("gather", x, dim));
   Tensor out = make_tensor(index.sizes(), x.dtype(), x.device());
   kernels::gather[x.device()](out, x, dim, flat_index);
   return autograd::record("gather", out, {x},

@@ -153,3 +153,36 @@ TEST_CASE("bad devices and mixed devices throw ember::Errors that name them") {
   CHECK_THROWS_WITH_ALL(add(ones({2}), ones({2}, kGPU)), "add", "device mismatch");
   CHECK_NOTHROW(ember::cuda::synchronize());
 }
+
+TEST_CASE("an id, target or index out of range on the GPU throws the CPU's error at the next wait, not before") {
+  const Tensor weight = randn({5, 3}, kGPU);
+  const Tensor bad_ids = tensor<int64_t>({1, 7, 2}, {3}).to(kGPU);
+  // The check is queued on the GPU: the op itself returns, and the error comes when the host
+  // next waits for the GPU, with the message the CPU gives at once.
+  Tensor rows;
+  CHECK_NOTHROW(rows = embedding(weight, bad_ids));
+  CHECK_THROWS_WITH_ALL(rows.cpu(), "embedding: id 7 (at flat position 1) is out of range for 5 embeddings",
+                        "found on the GPU");
+  // Reported once: the next wait is clean, and the GPU is still usable.
+  CHECK_NOTHROW(ember::cuda::synchronize());
+  CHECK(embedding(weight, tensor<int64_t>({4, 0}, {2}).to(kGPU)).cpu().sizes() == Shape{2, 3});
+
+  const Tensor logits = randn({3, 4}, kGPU);
+  CHECK_THROWS_WITH_ALL(cross_entropy(logits, tensor<int64_t>({0, 4, 1}, {3}).to(kGPU)).item<double>(),
+                        "cross_entropy: target 4 (at flat position 1) is out of range for 4 classes");
+  // ignore_index lets its value through even though it is out of range.
+  CHECK(std::isfinite(cross_entropy(logits, tensor<int64_t>({0, -100, 1}, {3}).to(kGPU)).item<double>()));
+  CHECK_THROWS_WITH_ALL(nn::nll_loss(log_softmax(logits, -1), tensor<int64_t>({0, 1, -3}, {3}).to(kGPU)).item<double>(),
+                        "nll_loss: target -3 (at flat position 2) is out of range for 4 classes");
+  CHECK_THROWS_WITH_ALL(gather(logits, 1, tensor<int64_t>({0, 9}, {1, 2}).to(kGPU)).cpu(),
+                        "gather: index 9 (at flat position 1) is out of range for dim 1 of size 4");
+  CHECK_THROWS_WITH_ALL(index_select(logits, 0, tensor<int64_t>({3}, {1}).to(kGPU)).cpu(),
+                        "index_select: index 3 (at flat position 0) is out of range for dim 0 of size 3");
+  // A bad id in a backward pass: the scatter skips it, and the forward's check reports it.
+  Tensor table = randn({5, 3}, kGPU);
+  table.requires_grad_(true);
+  const Tensor loss = embedding(table, bad_ids).sum();
+  loss.backward();
+  CHECK_THROWS_WITH_ALL(table.grad().cpu(), "embedding: id 7");
+  CHECK_NOTHROW(ember::cuda::synchronize());
+}
