@@ -2,7 +2,7 @@
 
     python3 benchmarks/side_by_side/side_by_side.py              # CPU: table, sweep, RESULTS.md
     python3 benchmarks/side_by_side/side_by_side.py --quick      # fewer rounds, no sweep, no file
-    python3 benchmarks/side_by_side/side_by_side.py --device cuda
+    python3 benchmarks/side_by_side/side_by_side.py --device cuda   # GPU: batch 32 and 128, RESULTS-cuda.md
 
 For each reference workload it first finds PyTorch's best thread setting, then runs ember's
 train_step and PyTorch's torch_workloads.py alternately, several rounds, each in a fresh
@@ -10,6 +10,11 @@ process (so each has its own peak memory), and takes the median step time over a
 A profiled ember run gives the time and GFLOP/s of the matrix products inside the step, set
 beside the machine's sgemm ceiling. The scaling sweep times both libraries against sequence
 length and model width and draws them. Everything it prints goes into RESULTS.md.
+
+On a GPU the thread search, the CPU profile, the sgemm ceiling and the sweep are left out; each
+workload runs at batch 32 and 128, and the report gives the allocators' peak device memory,
+the model FLOP utilisation against the GPU's peak, and ember's cudaMalloc calls and host waits
+per warm step.
 """
 import argparse
 import datetime
@@ -33,15 +38,19 @@ def run_json(command, env=None):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def device_flags(args):
+    return ["--device", args.device] + (["--allow-tf32"] if args.allow_tf32 else [])
+
+
 def ember_command(args, workload, extra=()):
     return [os.path.join(args.build, "benchmarks", "train_step"), "--workload", workload,
-            "--device", args.device, *map(str, extra)]
+            *device_flags(args), *map(str, extra)]
 
 
 def torch_command(args, workload, config, extra=()):
     threads, _ = config
     return [args.python, os.path.join(HERE, "torch_workloads.py"), "--workload", workload,
-            "--device", args.device, "--threads", str(threads), *map(str, extra)]
+            *device_flags(args), "--threads", str(threads), *map(str, extra)]
 
 
 # Debian installs OpenBLAS in two builds, each in its own directory; PyTorch loads the one the
@@ -61,9 +70,9 @@ def torch_env(config):
 
 def torch_configs(args):
     """(torch threads, OpenBLAS build) pairs to try: every thread count with every build present."""
-    builds = [name for name, path in BLAS_DIRECTORIES.items() if os.path.isdir(path)] or ["system"]
     if args.device != "cpu":
-        builds = ["system"]
+        return [(1, "system")]  # on a GPU, CPU threads and BLAS builds do not matter
+    builds = [name for name, path in BLAS_DIRECTORIES.items() if os.path.isdir(path)] or ["system"]
     return [(threads, blas) for threads in args.torch_threads for blas in builds]
 
 
@@ -110,34 +119,59 @@ def step_matmul_flops(workload, batch, seq_len, d_model, vocab):
 
 # --- the measurements ---------------------------------------------------------------------------
 
-def best_torch_config(args, workload):
+# Dense peak throughput of the GPUs these benchmarks run on, in TFLOP/s (NVIDIA's datasheets:
+# the FP32 CUDA-core rate, and TF32 tensor cores without sparsity), for the model FLOP
+# utilisation. The first name found in the GPU's name is used; --peak-tflops overrides.
+GPU_PEAK_TFLOPS = [("H100 PCIe", {"fp32": 51.2, "tf32": 378.0}),
+                   ("H100", {"fp32": 66.9, "tf32": 494.7}),
+                   ("H200", {"fp32": 66.9, "tf32": 494.7})]
+
+
+def gpu_peak_tflops(args, gpu_name):
+    if args.peak_tflops:
+        return args.peak_tflops
+    for name, peaks in GPU_PEAK_TFLOPS:
+        if name in gpu_name:
+            return peaks["tf32" if args.allow_tf32 else "fp32"]
+    return None
+
+
+def best_torch_config(args, workload, batch):
     """PyTorch at its best: times a few steps in each configuration, returns the fastest."""
     timings = {}
-    for config in torch_configs(args):
-        result = run_json(torch_command(args, workload, config, ["--steps", 4, "--warmup", 2]), torch_env(config))
+    configs = torch_configs(args)
+    if len(configs) == 1:
+        return configs[0], {}
+    for config in configs:
+        result = run_json(torch_command(args, workload, config, ["--batch", batch, "--steps", 4, "--warmup", 2]),
+                          torch_env(config))
         timings[config] = median(result["step_ms"])
     best = min(timings, key=timings.get)
     return best, timings
 
 
-def compare(args, workload):
-    config, search = best_torch_config(args, workload)
-    print(f"{workload}: PyTorch configurations tried (median ms/step): "
-          + "; ".join(f"{config_name(c)}: {ms:.0f}" for c, ms in search.items()) + f" -> {config_name(config)}",
-          flush=True)
+def compare(args, workload, batch):
+    config, search = best_torch_config(args, workload, batch)
+    if search:
+        print(f"{workload}: PyTorch configurations tried (median ms/step): "
+              + "; ".join(f"{config_name(c)}: {ms:.0f}" for c, ms in search.items()) + f" -> {config_name(config)}",
+              flush=True)
     runs = {"ember": [], "pytorch": []}
-    steps = ["--steps", args.steps, "--warmup", args.warmup]
+    steps = ["--batch", batch, "--steps", args.steps, "--warmup", args.warmup]
     for round_index in range(args.rounds):
         runs["ember"].append(run_json(ember_command(args, workload, steps)))
         runs["pytorch"].append(run_json(torch_command(args, workload, config, steps), torch_env(config)))
-        print(f"  round {round_index + 1}/{args.rounds}: ember {median(runs['ember'][-1]['step_ms']):.1f} ms, "
-              f"PyTorch {median(runs['pytorch'][-1]['step_ms']):.1f} ms", flush=True)
-    profile = run_json(ember_command(args, workload, ["--steps", args.steps, "--warmup", args.warmup, "--profile"]))
-    flops = step_matmul_flops(workload, 32, 0, 256, 0)
-    summary = {"workload": workload, "torch_config": config_name(config), "torch_config_key": config,
+        print(f"  {workload} batch {batch} round {round_index + 1}/{args.rounds}: ember "
+              f"{median(runs['ember'][-1]['step_ms']):.1f} ms, PyTorch {median(runs['pytorch'][-1]['step_ms']):.1f} ms",
+              flush=True)
+    flops = step_matmul_flops(workload, batch, 0, 256, 0)
+    summary = {"workload": workload, "batch": batch, "torch_config": config_name(config), "torch_config_key": config,
                "torch_search": {config_name(c): ms for c, ms in search.items()},
-               "matmul_gflop_per_step": flops / 1e9, "profile": profile["profile"],
-               "profiled_step_ms": profile["profiled_step_ms"]}
+               "matmul_gflop_per_step": flops / 1e9}
+    if args.device == "cpu":
+        profile = run_json(ember_command(args, workload, steps + ["--profile"]))
+        summary["profile"] = profile["profile"]
+        summary["profiled_step_ms"] = profile["profiled_step_ms"]
     for library, results in runs.items():
         all_steps = [ms for result in results for ms in result["step_ms"]]
         ms = median(all_steps)
@@ -154,6 +188,11 @@ def compare(args, workload):
             "threads": results[0]["threads"],
             "loss": results[-1]["loss"],
         }
+        if args.device != "cpu":
+            summary[library]["peak_device_mb"] = max(result["peak_device_mb"] for result in results)
+            for key in ("cuda_malloc_per_step", "host_waits_per_step", "gpu"):
+                if key in results[0]:
+                    summary[library][key] = max(result[key] for result in results) if key != "gpu" else results[0][key]
     return summary
 
 
@@ -306,6 +345,68 @@ def report(args, info, ceiling, summaries, sweep_rows):
     return "\n".join(lines)
 
 
+def report_gpu(args, info, summaries):
+    lines = []
+    say = lines.append
+    gpu = summaries[0]["pytorch"].get("gpu", "unknown GPU")
+    peak = gpu_peak_tflops(args, gpu)
+    precision = "TF32 tensor cores allowed" if args.allow_tf32 else "float32 without TF32"
+    say("# Benchmark results on the GPU")
+    say("")
+    say(f"Written by `python3 benchmarks/side_by_side/side_by_side.py --device {args.device}"
+        f"{' --allow-tf32' if args.allow_tf32 else ''}` (do not edit by hand).")
+    say("")
+    say(f"- GPU: {gpu}; host: {info['cpu']}, {info['cores']} cores; {info['os']}")
+    say(f"- ember {info['ember_commit']}; PyTorch {info['torch']} (eager); {info['date']}")
+    say(f"- both libraries in {precision}; each workload and batch: {args.rounds} rounds, each a fresh ember "
+        f"process then a fresh PyTorch process, {args.warmup} warm-up and {args.steps} timed steps each; a step ends "
+        "when its loss is read back (item()), so the time is the GPU's")
+    say(f"- peak for the model FLOP utilisation (MFU): {f'{peak:.1f} TFLOP/s' if peak else 'unknown (pass --peak-tflops)'}")
+    say("")
+    say("## Training step (forward + loss + backward + AdamW)")
+    say("")
+    say("| workload | batch | library | median ms/step (min-max) | tokens/s | MFU | peak device MB | ember speed-up |")
+    say("|---|---:|---|---:|---:|---:|---:|---:|")
+    for s in summaries:
+        speedup = s["pytorch"]["median_ms"] / s["ember"]["median_ms"]
+        for library in ("ember", "pytorch"):
+            r = s[library]
+            mfu = f"{100 * r['gflops'] / 1e3 / peak:.1f}%" if peak else "-"
+            say(f"| {s['workload']} | {s['batch']} | {'ember' if library == 'ember' else 'PyTorch'} | "
+                f"{r['median_ms']:.2f} ({r['min_ms']:.2f}-{r['max_ms']:.2f}) | {r['tokens_per_s']:,.0f} | {mfu} | "
+                f"{r['peak_device_mb']:.0f} | {f'{speedup:.2f}x' if library == 'ember' else ''} |")
+    say("")
+    say("MFU: the step's matrix-product FLOPs (counted from the shapes) per second, over the GPU's peak. "
+        "Peak device memory: ember's caching allocator peak and PyTorch's torch.cuda.max_memory_allocated(), "
+        "both the most held by live tensors at once.")
+    say("")
+    say("## Warm-step checks (ember)")
+    say("")
+    say("| workload | batch | cudaMalloc per step | host waits for the GPU per step |")
+    say("|---|---:|---:|---:|")
+    for s in summaries:
+        r = s["ember"]
+        say(f"| {s['workload']} | {s['batch']} | {r.get('cuda_malloc_per_step', float('nan')):g} | "
+            f"{r.get('host_waits_per_step', float('nan')):g} |")
+    say("")
+    say("Counted by the caching allocator and by `ember::cuda::host_synchronizations()`. One wait per step is "
+        "expected: the item() that reads the loss.")
+    say("")
+    say("## Bars (GPU)")
+    say("")
+    for s in summaries:
+        speedup = s["pytorch"]["median_ms"] / s["ember"]["median_ms"]
+        r = s["ember"]
+        memory_ok = r["peak_device_mb"] <= s["pytorch"]["peak_device_mb"]
+        quiet = r.get("cuda_malloc_per_step", 1) == 0 and r.get("host_waits_per_step", 2) <= 1
+        say(f"- {s['workload']}, batch {s['batch']}: ember {speedup:.2f}x PyTorch eager (bar 1.2x): "
+            f"{verdict(speedup >= 1.2)}; peak device memory {r['peak_device_mb']:.0f} MB against "
+            f"{s['pytorch']['peak_device_mb']:.0f} MB: {verdict(memory_ok)}; no cudaMalloc and no host wait but "
+            f"the loss's in a warm step: {verdict(quiet)}")
+    say("")
+    return "\n".join(lines)
+
+
 def write_sweep(rows, build):
     directory = os.path.join(HERE, "..", "results")
     os.makedirs(directory, exist_ok=True)
@@ -329,14 +430,27 @@ def main():
     parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
     parser.add_argument("--quick", action="store_true", help="1 round, no sweep, RESULTS.md left alone")
     parser.add_argument("--no-sweep", action="store_true")
+    parser.add_argument("--batches", type=int, nargs="+", help="batch sizes (default: 32 on the CPU, 32 and 128 on a GPU)")
+    parser.add_argument("--allow-tf32", action="store_true", help="both libraries may use TF32 on the GPU")
+    parser.add_argument("--peak-tflops", type=float, help="the GPU's peak for MFU, if its name is not known")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.no_sweep = 1, True
+    on_gpu = args.device != "cpu"
+    batches = args.batches or ([32, 128] if on_gpu else [32])
 
     info = machine(args)
+    if on_gpu:
+        summaries = [compare(args, workload, batch) for workload in args.workloads for batch in batches]
+        text = report_gpu(args, info, summaries)
+        print(text)
+        if not args.quick:
+            with open(os.path.join(HERE, "..", f"RESULTS-{args.device.split(':')[0]}.md"), "w") as f:
+                f.write(text + "\n")
+        return
     ceiling = run_json([os.path.join(args.build, "benchmarks", "train_step"), "--sgemm-ceiling"])
     print(f"sgemm ceiling: {ceiling['sgemm_gflops']:.0f} GFLOP/s", flush=True)
-    summaries = [compare(args, workload) for workload in args.workloads]
+    summaries = [compare(args, workload, batch) for workload in args.workloads for batch in batches]
     classifier = next((s for s in summaries if s["workload"] == "classifier"), None)
     sweep_config = classifier["torch_config_key"] if classifier else torch_configs(args)[0]
     sweep_rows = [] if args.no_sweep else sweep(args, sweep_config)
@@ -345,8 +459,7 @@ def main():
     if not args.quick:
         if sweep_rows:
             write_sweep(sweep_rows, args.build)
-        name = "RESULTS.md" if args.device == "cpu" else f"RESULTS-{args.device}.md"
-        with open(os.path.join(HERE, "..", name), "w") as f:
+        with open(os.path.join(HERE, "..", "RESULTS.md"), "w") as f:
             f.write(text + "\n")
 
 

@@ -134,14 +134,16 @@ def main():
     parser.add_argument("--vocab", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--allow-tf32", action="store_true", help="let CUDA float32 matmuls use TF32 tensor cores")
     args = parser.parse_args()
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = False  # float32 on both sides, as ember
-        torch.backends.cudnn.allow_tf32 = False
+        # The same TF32 setting as ember's run (off by default: float32 on both sides).
+        torch.backends.cuda.matmul.allow_tf32 = args.allow_tf32
+        torch.backends.cudnn.allow_tf32 = args.allow_tf32
         torch.cuda.reset_peak_memory_stats()
     model, step, tokens = make_step(args.workload, args.batch, args.seq_len, args.d_model, args.heads,
                                     args.vocab, device)
@@ -173,6 +175,8 @@ def main():
     }
     if device.type == "cuda":
         result["peak_device_mb"] = torch.cuda.max_memory_allocated() / 2**20
+        result["gpu"] = torch.cuda.get_device_name(device)
+        result["allow_tf32"] = args.allow_tf32
     print(json.dumps(result))
 
 

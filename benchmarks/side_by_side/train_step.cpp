@@ -8,7 +8,9 @@
 //
 // Besides the step times it reports what the issue asks to check in a warm step: the page
 // faults it takes (a step that gets fresh memory from the OS faults it in, page by page), the
-// threads the process runs, and the peak resident memory.
+// threads the process runs, and the peak resident memory. On a GPU it adds the caching
+// allocator's peak, and counts per warm step the cudaMalloc calls and the host's waits for
+// the GPU (one is expected: the item() that reads the loss).
 #include <cblas.h>
 #include <sys/resource.h>
 
@@ -75,7 +77,7 @@ int main(int argc, char** argv) {
   std::string workload_name = "classifier", device_name = "cpu";
   ember::bench::WorkloadSizes sizes;
   int steps = 10, warmup = 3, threads = 0;
-  bool profile = false, ceiling = false;
+  bool profile = false, ceiling = false, allow_tf32 = false;
   CLI::App app{"One ember training step of a reference workload, timed"};
   app.add_option("--workload", workload_name, "classifier or encoder-decoder")->capture_default_str();
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber)->capture_default_str();
@@ -85,7 +87,8 @@ int main(int argc, char** argv) {
   app.add_option("--d-model", sizes.d_model, "model width (heads stay 4, d_ff 4 x d_model)")->capture_default_str();
   app.add_option("--threads", threads, "OpenMP threads (0: all cores)")->capture_default_str();
   app.add_option("--device", device_name, "cpu or cuda")->capture_default_str();
-  app.add_flag("--profile", profile, "also time every op over the timed steps");
+  app.add_flag("--profile", profile, "also time every op over the timed steps (CPU kernels only)");
+  app.add_flag("--allow-tf32", allow_tf32, "let CUDA float32 matrix products use TF32 tensor cores");
   app.add_flag("--sgemm-ceiling", ceiling, "measure cblas_sgemm alone and exit");
   CLI11_PARSE(app, argc, argv);
 
@@ -97,12 +100,15 @@ int main(int argc, char** argv) {
     }
     ember::manual_seed(0);
     const ember::Device device = ember::train::parse_device(device_name);
+    ember::cuda::set_allow_tf32(allow_tf32);
     std::unique_ptr<Workload> workload = ember::bench::make_workload(workload_name, sizes, device);
     int64_t parameters = 0;
     for (const ember::Tensor& p : workload->model().parameters()) parameters += p.numel();
 
     for (int i = 0; i < warmup; ++i) workload->step();
     const rusage before = usage();
+    const ember::cuda::MemoryStats device_before = ember::cuda::memory_stats(device.index);
+    const int64_t waits_before = ember::cuda::host_synchronizations();
     std::vector<double> step_ms;
     double loss = 0;
     for (int i = 0; i < steps; ++i) {
@@ -111,6 +117,8 @@ int main(int argc, char** argv) {
       step_ms.push_back(1e3 * seconds_since(start));
     }
     const rusage after = usage();
+    const ember::cuda::MemoryStats device_after = ember::cuda::memory_stats(device.index);
+    const int64_t waits_after = ember::cuda::host_synchronizations();
 
     nlohmann::json result = {
         {"library", "ember"},
@@ -126,6 +134,13 @@ int main(int argc, char** argv) {
         {"threads", thread_count()},
         {"omp_threads", ember::train::thread_count()},
     };
+    if (device.is_cuda()) {
+      result["peak_device_mb"] = static_cast<double>(device_after.peak_allocated_bytes) / (1 << 20);
+      result["cuda_malloc_per_step"] =
+          static_cast<double>(device_after.cuda_malloc_calls - device_before.cuda_malloc_calls) / steps;
+      result["host_waits_per_step"] = static_cast<double>(waits_after - waits_before) / steps;
+      result["allow_tf32"] = allow_tf32;
+    }
     if (profile) {
       // Profiled steps are timed too: the ops' shares are of these steps' time.
       std::vector<double> profiled_ms;

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# ember's GPU checks, for a machine with an NVIDIA GPU, nvcc, cmake, ninja and PyTorch but none
+# of ember's Debian build dependencies and no network (the GPU machines ember is tested on).
+# The dependencies travel as Debian packages fetched beforehand on a Debian machine:
+#
+#   bash scripts/gpu_session.sh fetch      # on Debian, with network: .gpu-deps/*.deb (git-ignored)
+#
+# and then, on the GPU machine, in the repository root, with .gpu-deps/ copied beside it:
+#
+#   bash scripts/gpu_session.sh build      # unpack the packages, configure and build with CUDA
+#   bash scripts/gpu_session.sh test       # the CUDA suites, then compute-sanitizer's memcheck over them
+#   bash scripts/gpu_session.sh examples   # short --device cuda training runs of the examples
+#   bash scripts/gpu_session.sh translate  # translation --recipe gpu: 9 minutes, then its BLEU
+#   bash scripts/gpu_session.sh bench      # side_by_side.py --device cuda: RESULTS-cuda.md
+#   bash scripts/gpu_session.sh all        # build, test, bench
+#
+# Each stage writes its log to $OUT (or ./gpu-logs) and stops at the first failure. The build
+# stays in build-gpu/, so the later stages reuse it while the machine lives. The examples read
+# data/ (scripts/fetch_data.sh), which must be copied to the GPU machine too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEPS_DIR=.gpu-deps
+PREFIX=/opt/ember-deps
+BUILD=build-gpu
+LOGS=${OUT:-gpu-logs}
+mkdir -p "$LOGS"
+
+# What ember builds against (see scripts/setup.sh), with the shared libraries they need at run
+# time that a machine without Debian's toolchain packages may lack.
+PACKAGES=(libfmt-dev libfmt9 doctest-dev nlohmann-json3-dev libcli11-dev libbenchmark-dev libbenchmark1debian
+          libopenblas-openmp-dev libopenblas0-openmp libopenblas-dev libgfortran5 libquadmath0)
+
+fetch() {
+  mkdir -p "$DEPS_DIR"
+  (cd "$DEPS_DIR" && apt-get download "${PACKAGES[@]}")
+  du -sh "$DEPS_DIR"
+}
+
+# Unpacked under $PREFIX, never over /: these are another distribution's files.
+unpack() {
+  [ -d "$DEPS_DIR" ] || { echo "error: $DEPS_DIR/ is missing: run 'bash scripts/gpu_session.sh fetch' on Debian first" >&2; exit 1; }
+  mkdir -p "$PREFIX"
+  for deb in "$DEPS_DIR"/*.deb; do dpkg-deb -x "$deb" "$PREFIX"; done
+  export LD_LIBRARY_PATH="$PREFIX/usr/lib/x86_64-linux-gnu/openblas-openmp:$PREFIX/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
+build() {
+  unpack
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  nvcc --version | tail -2
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON \
+    -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
+    -DEMBER_CBLAS_INCLUDE_DIR="$PREFIX/usr/include/x86_64-linux-gnu/openblas-openmp" \
+    -DEMBER_OPENBLAS_LIBRARY="$PREFIX/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so"
+  cmake --build "$BUILD" --parallel "$(nproc)"
+}
+
+test_stage() {
+  unpack
+  ctest --test-dir "$BUILD" -R '^cuda_' --output-on-failure
+  # memcheck over every CUDA suite: out-of-bounds and misaligned accesses, leaks of device memory.
+  for suite in "$BUILD"/tests/cuda/cuda_test_*; do
+    echo "== compute-sanitizer memcheck $(basename "$suite")"
+    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 "$suite"
+  done
+  # The CPU suite too: the same binaries, built with the CUDA backend in.
+  ctest --test-dir "$BUILD" -E '^cuda_' --output-on-failure --parallel "$(nproc)"
+}
+
+# Short runs: that every example trains on the GPU, and how fast; not their full recipes.
+examples() {
+  unpack
+  local bin="$BUILD/examples" out=gpu-runs
+  "$bin/text_classifier" --device cuda --out "$out/text_classifier"
+  "$bin/spelling_to_sound" --device cuda --steps 300 --minutes 2 --out "$out/spelling_to_sound"
+  "$bin/char_language_model" --device cuda --minutes 2 --out "$out/char_language_model"
+}
+
+# The GPU recipe of the translation example, whole (its budget is 9 minutes of training).
+translate() {
+  unpack
+  "$BUILD/examples/translation" --recipe gpu --device cuda --out gpu-runs/translation
+}
+
+bench() {
+  unpack
+  PYTHONUNBUFFERED=1 python3 benchmarks/side_by_side/side_by_side.py --device cuda --build "$BUILD" --python python3
+  cp benchmarks/RESULTS-cuda.md "$LOGS/" 2>/dev/null || true
+}
+
+stage=${1:-all}
+run_stage() {
+  echo "== $1 ($(date -u +%H:%M:%S))"
+  "$2" 2>&1 | tee "$LOGS/$1.log"
+}
+case "$stage" in
+  fetch) fetch ;;
+  build) run_stage build build ;;
+  test) run_stage test test_stage ;;
+  examples) run_stage examples examples ;;
+  translate) run_stage translate translate ;;
+  bench) run_stage bench bench ;;
+  all) run_stage build build && run_stage test test_stage && run_stage bench bench ;;
+  *) echo "usage: $0 fetch|build|test|examples|translate|bench|all" >&2; exit 2 ;;
+esac
