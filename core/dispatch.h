@@ -19,20 +19,23 @@ class KernelCall;
 template <class... Args>
 class KernelCall<void(Args...)> {
  public:
-  KernelCall(void (*kernel)(Args...), std::string_view op) : kernel_(kernel), op_(op) {}
+  KernelCall(void (*kernel)(Args...), std::string_view op, bool on_gpu)
+      : kernel_(kernel), op_(op), on_gpu_(on_gpu) {}
 
   void operator()(Args... args) const {
     if (!profiler::detail::on) [[likely]] {
       kernel_(std::forward<Args>(args)...);
       return;
     }
-    profiler::KernelTimer timer(op_);
+    profiler::KernelTimer timer(op_, on_gpu_);
     kernel_(std::forward<Args>(args)...);
+    timer.stop();
   }
 
  private:
   void (*kernel_)(Args...);
   std::string_view op_;
+  bool on_gpu_;
 };
 
 // A kernel table for kernels of signature Fn, e.g.
@@ -55,7 +58,7 @@ class KernelTable {
     if (kernel == nullptr) [[unlikely]] {
       fail("{}: no kernel for {}", op, device.is_cuda() ? "CUDA" : "CPU");
     }
-    return KernelCall<Fn>(kernel, op);
+    return KernelCall<Fn>(kernel, op, device.is_cuda());
   }
 
   std::string_view op() const { return op_; }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "core/cuda.h"
+
 namespace ember::profiler {
 namespace detail {
 bool on = false;
@@ -39,6 +41,8 @@ bool is_on() { return detail::on; }
 void add_flops(std::string_view op, double flops) {
   if (detail::on) entry(op).flops += flops;
 }
+
+void detail::wait_for_gpu() { cuda::synchronize(); }
 
 void detail::record(std::string_view op, double seconds) {
   OpTime& time = entry(op);

@@ -10,7 +10,7 @@
 // Off, it costs one branch per kernel call. Only the outermost kernel is timed when a kernel
 // calls another, so the times add up to no more than the wall time. Kernels on the CPU run to
 // completion before they return, so the clock measures them; CUDA kernels are asynchronous,
-// and are not timed by this profiler.
+// so while profiling each one is waited for before and after it runs.
 #pragma once
 
 #include <chrono>
@@ -41,25 +41,32 @@ namespace detail {
 extern bool on;
 extern int depth;
 void record(std::string_view op, double seconds);
+void wait_for_gpu();  // ember::cuda::synchronize()
 }  // namespace detail
 
-// Times one kernel call; used by the dispatch tables, not by hand.
+// Times one kernel call; used by the dispatch tables, not by hand: construct it, call the
+// kernel, then stop(). A GPU kernel is waited for before the clock starts and again before it
+// stops, so its time is the GPU's (and a profiled step runs slower than an unprofiled one).
 class KernelTimer {
  public:
-  explicit KernelTimer(std::string_view op) : op_(op), outermost_(detail::depth++ == 0) {
-    if (outermost_) start_ = std::chrono::steady_clock::now();
+  KernelTimer(std::string_view op, bool on_gpu) : op_(op), on_gpu_(on_gpu), outermost_(detail::depth++ == 0) {
+    if (!outermost_) return;
+    if (on_gpu_) detail::wait_for_gpu();
+    start_ = std::chrono::steady_clock::now();
   }
-  ~KernelTimer() {
-    --detail::depth;
-    if (outermost_) {
-      detail::record(op_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-    }
+  void stop() {
+    if (!outermost_) return;
+    if (on_gpu_) detail::wait_for_gpu();
+    detail::record(op_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   }
+  // A kernel that throws is not recorded.
+  ~KernelTimer() { --detail::depth; }
   KernelTimer(const KernelTimer&) = delete;
   KernelTimer& operator=(const KernelTimer&) = delete;
 
  private:
   std::string_view op_;
+  bool on_gpu_;
   bool outermost_;
   std::chrono::steady_clock::time_point start_;
 };

@@ -11,7 +11,7 @@ A profiled ember run gives the time and GFLOP/s of the matrix products inside th
 beside the machine's sgemm ceiling. The scaling sweep times both libraries against sequence
 length and model width and draws them. Everything it prints goes into RESULTS.md.
 
-On a GPU the thread search, the CPU profile, the sgemm ceiling and the sweep are left out; each
+On a GPU the thread search, the sgemm ceiling and the sweep are left out; each
 workload runs at batch 32 and 128, and the report gives the allocators' peak device memory,
 the model FLOP utilisation against the GPU's peak, and ember's cudaMalloc calls and host waits
 per warm step.
@@ -168,10 +168,9 @@ def compare(args, workload, batch):
     summary = {"workload": workload, "batch": batch, "torch_config": config_name(config), "torch_config_key": config,
                "torch_search": {config_name(c): ms for c, ms in search.items()},
                "matmul_gflop_per_step": flops / 1e9}
-    if args.device == "cpu":
-        profile = run_json(ember_command(args, workload, steps + ["--profile"]))
-        summary["profile"] = profile["profile"]
-        summary["profiled_step_ms"] = profile["profiled_step_ms"]
+    profile = run_json(ember_command(args, workload, steps + ["--profile"]))
+    summary["profile"] = profile["profile"]
+    summary["profiled_step_ms"] = profile["profiled_step_ms"]
     for library, results in runs.items():
         all_steps = [ms for result in results for ms in result["step_ms"]]
         ms = median(all_steps)
@@ -289,20 +288,7 @@ def report(args, info, ceiling, summaries, sweep_rows):
     say("## Where ember's step goes")
     say("")
     for s in summaries:
-        step_ms = s["profiled_step_ms"]
-        matmul = next((op for op in s["profile"] if op["op"] == "matmul"), None)
-        kernels_ms = sum(op["ms"] for op in s["profile"])
-        say(f"### {s['workload']}")
-        say("")
-        say(f"Each op's kernel time per step while profiling ({args.steps} steps, median step {step_ms:.1f} ms):")
-        say("")
-        say("| op | calls/step | ms/step | share of step |")
-        say("|---|---:|---:|---:|")
-        for op in s["profile"][:12]:
-            say(f"| {op['op']} | {op['calls']} | {op['ms']:.1f} | {100 * op['ms'] / step_ms:.0f}% |")
-        say(f"| (outside the kernels: autograd bookkeeping, allocation, shape checks) | | {max(0.0, step_ms - kernels_ms):.1f} | "
-            f"{100 * max(0.0, step_ms - kernels_ms) / step_ms:.0f}% |")
-        say("")
+        matmul = profile_section(say, s, args.steps, "")
         if matmul:
             rate = matmul["gflop"] / (matmul["ms"] / 1e3)
             s["matmul_efficiency"] = rate / ceiling["sgemm_gflops"]
@@ -345,6 +331,25 @@ def report(args, info, ceiling, summaries, sweep_rows):
     return "\n".join(lines)
 
 
+def profile_section(say, s, steps, title_suffix):
+    """The profiled step's per-op table; returns the matmul row, if any."""
+    step_ms = s["profiled_step_ms"]
+    kernels_ms = sum(op["ms"] for op in s["profile"])
+    say(f"### {s['workload']}{title_suffix}")
+    say("")
+    say(f"Each op's kernel time per step while profiling ({steps} steps, median step {step_ms:.1f} ms):")
+    say("")
+    say("| op | calls/step | ms/step | share of step |")
+    say("|---|---:|---:|---:|")
+    for op in s["profile"][:12]:
+        say(f"| {op['op']} | {op['calls']} | {op['ms']:.2f} | {100 * op['ms'] / step_ms:.0f}% |")
+    outside = max(0.0, step_ms - kernels_ms)
+    say(f"| (outside the kernels: autograd bookkeeping, allocation, shape checks) | | {outside:.2f} | "
+        f"{100 * outside / step_ms:.0f}% |")
+    say("")
+    return next((op for op in s["profile"] if op["op"] == "matmul"), None)
+
+
 def report_gpu(args, info, summaries):
     lines = []
     say = lines.append
@@ -380,6 +385,18 @@ def report_gpu(args, info, summaries):
         "Peak device memory: ember's caching allocator peak and PyTorch's torch.cuda.max_memory_allocated(), "
         "both the most held by live tensors at once.")
     say("")
+    say("## Where ember's step goes")
+    say("")
+    say("While profiling, every GPU kernel is waited for before and after it runs, so the times are the GPU's "
+        "but a profiled step is slower than the steps timed above.")
+    say("")
+    for s in summaries:
+        matmul = profile_section(say, s, args.steps, f", batch {s['batch']}")
+        if matmul and peak:
+            rate = matmul["gflop"] / (matmul["ms"] / 1e3) / 1e3
+            say(f"matmul inside the step: {matmul['gflop']:.1f} GFLOP in {matmul['ms']:.2f} ms = {rate:.1f} TFLOP/s, "
+                f"{100 * rate / peak:.0f}% of the GPU's peak.")
+            say("")
     say("## Warm-step checks (ember)")
     say("")
     say("| workload | batch | cudaMalloc per step | host waits for the GPU per step |")

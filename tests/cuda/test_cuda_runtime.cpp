@@ -1,6 +1,7 @@
 // The CUDA runtime pieces: the caching allocator (reuse, statistics, empty_cache), copies
 // between host and device in every direction and layout, same-seed random draws on both
 // devices, item() and printing of GPU tensors, and the errors of bad devices.
+#include <algorithm>
 #include <sstream>
 
 #include "helpers.h"
@@ -185,4 +186,23 @@ TEST_CASE("an id, target or index out of range on the GPU throws the CPU's error
   loss.backward();
   CHECK_THROWS_WITH_ALL(table.grad().cpu(), "embedding: id 7");
   CHECK_NOTHROW(ember::cuda::synchronize());
+}
+
+TEST_CASE("the profiler times GPU kernels: it waits for each, so its time is the GPU's") {
+  const Tensor a = randn({512, 512}, kGPU), b = randn({512, 512}, kGPU);
+  ember::cuda::synchronize();
+  const int64_t waits = ember::cuda::host_synchronizations();
+  profiler::start();
+  const Tensor c = matmul(a, b);
+  const std::vector<profiler::OpTime> ops = profiler::stop();
+  // Two waits per kernel: before the clock starts and before it stops.
+  int64_t calls = 0;
+  for (const profiler::OpTime& op : ops) calls += op.calls;
+  CHECK(ember::cuda::host_synchronizations() - waits == 2 * calls);
+  const auto matmul_time = std::find_if(ops.begin(), ops.end(), [](const auto& op) { return op.name == "matmul"; });
+  REQUIRE(matmul_time != ops.end());
+  CHECK(matmul_time->calls == 1);
+  CHECK(matmul_time->seconds > 0);
+  CHECK(matmul_time->flops == doctest::Approx(2.0 * 512 * 512 * 512));
+  CHECK(c.sizes() == Shape{512, 512});
 }
