@@ -51,7 +51,8 @@ void upload(const Tensor& dst, const Tensor& src) {
 }
 
 // cudaMemcpy to the host waits for the kernels queued before it: this is where item() and
-// cpu() synchronise, and the only place.
+// cpu() synchronise. (An upload from pageable memory, above, also waits for the queued work
+// before it starts, and returns once the host bytes are staged, so `host` may go at once.)
 void download(const Tensor& dst, const Tensor& src) {
   Tensor device_side = src;
   if (!(src.dtype() == dst.dtype() && src.sizes() == dst.sizes() && src.is_contiguous())) {
