@@ -38,13 +38,16 @@ size_t size_class(size_t nbytes) {
 class DeviceScope {
  public:
   explicit DeviceScope(int index) {
-    cudaGetDevice(&previous_);
+    check(cudaGetDevice(&previous_), "cuda allocator: cudaGetDevice");
     if (previous_ != index) check(cudaSetDevice(index), "cuda allocator: cudaSetDevice");
   }
+  // A destructor cannot throw: a failure here is cleared rather than left for the next op's
+  // check_launch to report as its own.
   ~DeviceScope() {
     int current = previous_;
-    cudaGetDevice(&current);
-    if (current != previous_) cudaSetDevice(previous_);
+    if (cudaGetDevice(&current) != cudaSuccess || (current != previous_ && cudaSetDevice(previous_) != cudaSuccess)) {
+      cudaGetLastError();
+    }
   }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
@@ -121,7 +124,7 @@ class CachingAllocator final : public Allocator {
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();
       size_t free_bytes = 0, total_bytes = 0;
-      cudaMemGetInfo(&free_bytes, &total_bytes);
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) cudaGetLastError();  // the message says 0 then
       fail("cuda allocator: out of memory on cuda:{} allocating {} bytes (rounded to {}): ember holds {} bytes "
            "for tensors (peak {}), the device has {} of {} bytes free",
            device, requested, size, pool.stats.allocated_bytes, pool.stats.peak_allocated_bytes, free_bytes,
@@ -136,12 +139,15 @@ class CachingAllocator final : public Allocator {
   void release_cached(DevicePool& pool, int device) {
     DeviceScope scope(device);
     for (auto& [size, blocks] : pool.free_blocks) {
-      for (void* block : blocks) {
+      // Each block leaves the cache before it is freed: if a cudaFree fails and throws, no
+      // freed pointer is left behind to be handed out or freed again.
+      while (!blocks.empty()) {
+        void* block = blocks.back();
+        blocks.pop_back();
         check(cudaFree(block), "cuda allocator: cudaFree");
         ++pool.stats.cuda_free_calls;
         pool.stats.reserved_bytes -= static_cast<int64_t>(size);
       }
-      blocks.clear();
     }
   }
 
