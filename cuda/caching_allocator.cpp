@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -29,8 +30,11 @@ size_t size_class(size_t nbytes) {
   constexpr size_t kSmallStep = 512, kLarge = size_t{1} << 20;
   if (nbytes < kLarge) return std::max<size_t>(kSmallStep, (nbytes + kSmallStep - 1) / kSmallStep * kSmallStep);
   size_t power = kLarge;
-  while (power * 2 <= nbytes) power *= 2;
+  while (power <= nbytes / 2) power *= 2;  // power * 2 <= nbytes, without overflowing past 2^63
   const size_t step = power / 8;
+  // Rounding up would wrap past SIZE_MAX only for a request no device can hold: it keeps its
+  // size and fails in cudaMalloc with the out-of-memory message.
+  if (nbytes > std::numeric_limits<size_t>::max() - step) return nbytes;
   return (nbytes + step - 1) / step * step;
 }
 
