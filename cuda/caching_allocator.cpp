@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -29,8 +30,11 @@ size_t size_class(size_t nbytes) {
   constexpr size_t kSmallStep = 512, kLarge = size_t{1} << 20;
   if (nbytes < kLarge) return std::max<size_t>(kSmallStep, (nbytes + kSmallStep - 1) / kSmallStep * kSmallStep);
   size_t power = kLarge;
-  while (power * 2 <= nbytes) power *= 2;
+  while (power <= nbytes / 2) power *= 2;  // power * 2 <= nbytes, without overflowing past 2^63
   const size_t step = power / 8;
+  // Rounding up would wrap past SIZE_MAX only for a request no device can hold: it keeps its
+  // size and fails in cudaMalloc with the out-of-memory message.
+  if (nbytes > std::numeric_limits<size_t>::max() - step) return nbytes;
   return (nbytes + step - 1) / step * step;
 }
 
@@ -38,13 +42,16 @@ size_t size_class(size_t nbytes) {
 class DeviceScope {
  public:
   explicit DeviceScope(int index) {
-    cudaGetDevice(&previous_);
+    check(cudaGetDevice(&previous_), "cuda allocator: cudaGetDevice");
     if (previous_ != index) check(cudaSetDevice(index), "cuda allocator: cudaSetDevice");
   }
+  // A destructor cannot throw: a failure here is cleared rather than left for the next op's
+  // check_launch to report as its own.
   ~DeviceScope() {
     int current = previous_;
-    cudaGetDevice(&current);
-    if (current != previous_) cudaSetDevice(previous_);
+    if (cudaGetDevice(&current) != cudaSuccess || (current != previous_ && cudaSetDevice(previous_) != cudaSuccess)) {
+      cudaGetLastError();
+    }
   }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
@@ -121,7 +128,7 @@ class CachingAllocator final : public Allocator {
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();
       size_t free_bytes = 0, total_bytes = 0;
-      cudaMemGetInfo(&free_bytes, &total_bytes);
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) cudaGetLastError();  // the message says 0 then
       fail("cuda allocator: out of memory on cuda:{} allocating {} bytes (rounded to {}): ember holds {} bytes "
            "for tensors (peak {}), the device has {} of {} bytes free",
            device, requested, size, pool.stats.allocated_bytes, pool.stats.peak_allocated_bytes, free_bytes,
@@ -136,12 +143,15 @@ class CachingAllocator final : public Allocator {
   void release_cached(DevicePool& pool, int device) {
     DeviceScope scope(device);
     for (auto& [size, blocks] : pool.free_blocks) {
-      for (void* block : blocks) {
+      // Each block leaves the cache before it is freed: if a cudaFree fails and throws, no
+      // freed pointer is left behind to be handed out or freed again.
+      while (!blocks.empty()) {
+        void* block = blocks.back();
+        blocks.pop_back();
         check(cudaFree(block), "cuda allocator: cudaFree");
         ++pool.stats.cuda_free_calls;
         pool.stats.reserved_bytes -= static_cast<int64_t>(size);
       }
-      blocks.clear();
     }
   }
 

@@ -60,7 +60,8 @@ void copy_to_host(const Tensor& host, const Tensor& device_side) {
 }
 
 // cudaMemcpy to the host waits for the kernels queued before it: this is where item() and
-// cpu() synchronise.
+// cpu() synchronise. (An upload from pageable memory, above, also waits for the queued work
+// before it starts, and returns once the host bytes are staged, so `host` may go at once.)
 void download(const Tensor& dst, const Tensor& src) {
   Tensor device_side = src;
   if (!(src.dtype() == dst.dtype() && src.sizes() == dst.sizes() && src.is_contiguous())) {

@@ -106,6 +106,7 @@ __global__ void layer_norm_grad_parameters(const T* grad_y, const T* x, const T*
 template <class T>
 void launch_layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, T* mean, T* rstd, int64_t rows,
                                int64_t n, double eps) {
+  if (rows == 0 || n == 0) return;  // nothing to write; core guards too, but the kernels table is public
   layer_norm_rows<<<blocks_for(rows * kRowThreads, kRowThreads), kRowThreads>>>(x, weight, bias, y, mean, rstd, rows,
                                                                                  n, static_cast<T>(eps));
   check_launch("layer_norm");
@@ -114,6 +115,8 @@ void launch_layer_norm_forward(const T* x, const T* weight, const T* bias, T* y,
 template <class T>
 void launch_layer_norm_backward(const T* grad_y, const T* x, const T* mean, const T* rstd, const T* weight,
                                 T* grad_x, T* grad_weight, T* grad_bias, int64_t rows, int64_t n) {
+  // No elements: nothing to write here (core zeroes grad_weight and grad_bias itself).
+  if (rows == 0 || n == 0) return;
   if (grad_x != nullptr) {
     layer_norm_grad_x<<<blocks_for(rows * kRowThreads, kRowThreads), kRowThreads>>>(grad_y, x, mean, rstd, weight,
                                                                                      grad_x, rows, n);

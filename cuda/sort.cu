@@ -18,7 +18,7 @@ constexpr int kSortThreads = 256;
 
 template <class T>
 __device__ bool is_nan(T value) {
-  return value != value;  // false for integers
+  return value != value;  // false for integers and bools
 }
 
 // Whether (a, ia) comes strictly before (b, ib): by value (NaN as the largest), then position.
@@ -91,5 +91,6 @@ void launch_sort(const T* x, T* values, int64_t* indices, int64_t rows, int64_t 
 template void launch_sort<float>(const float*, float*, int64_t*, int64_t, int64_t, int64_t, bool);
 template void launch_sort<double>(const double*, double*, int64_t*, int64_t, int64_t, int64_t, bool);
 template void launch_sort<int64_t>(const int64_t*, int64_t*, int64_t*, int64_t, int64_t, int64_t, bool);
+template void launch_sort<bool>(const bool*, bool*, int64_t*, int64_t, int64_t, int64_t, bool);
 
 }  // namespace ember::cuda

@@ -268,6 +268,43 @@ TEST_CASE("tril and triu match the CPU for every diagonal, batched, with gradien
   check_parity(triu(integers.to(kGPU), 1), triu(integers, 1), 0.0, "triu int64");
 }
 
+TEST_CASE("every dtype converts to every other on the GPU as on the CPU, contiguous or not") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  // Fractions of both signs (truncated toward 0 by int64, nonzero to bool), and some zeros.
+  const Tensor values = where(gt(rand({6, 7}), 0.8), zeros({6, 7}), mul(randn({6, 7}), 5.0));
+  for (DType from : {kFloat32, kFloat64, kInt64, kBool}) {
+    const Tensor host = from == kBool ? gt(values, 0.0) : values.to(from);
+    const Tensor device = host.to(kGPU);
+    for (DType to : {kFloat32, kFloat64, kInt64, kBool}) {
+      const std::string name = std::string(dtype_name(from)) + " to " + std::string(dtype_name(to));
+      check_parity(device.to(to), host.to(to), 0.0, name);
+      check_parity(device.t().to(to), host.t().to(to), 0.0, name + " transposed");
+    }
+  }
+}
+
+TEST_CASE("empty tensors pass through the elementwise kernels, copies and factories") {
+  const Tensor x = randn({0, 5}), y = randn({5});
+  const Tensor gx = x.to(kGPU), gy = y.to(kGPU);
+  for (UnaryOp op : kDifferentiableUnary) {
+    check_parity(apply_unary(op, gx), apply_unary(op, x), 0.0, std::string(unary_op_name(op)) + " of an empty tensor");
+  }
+  check_parity(add(gx, gy), add(x, y), 0.0, "add, empty with broadcast");
+  check_parity(lt(gx, gy), lt(x, y), 0.0, "lt, empty with broadcast");
+  check_parity(clamp(gx, -1.0, 1.0), clamp(x, -1.0, 1.0), 0.0, "clamp of an empty tensor");
+  check_parity(where(gt(gx, 0.0), gx, gy), where(gt(x, 0.0), x, y), 0.0, "where of empty tensors");
+  check_parity(tril(randn({3, 0, 4}).to(kGPU)), tril(randn({3, 0, 4})), 0.0, "tril of empty matrices");
+  check_parity(gx.t().contiguous(), x.t().contiguous(), 0.0, "contiguous of an empty view");
+  check_parity(gx.to(kInt64), x.to(kInt64), 0.0, "conversion of an empty tensor");
+  check_parity(full({0, 3}, 1.0, kGPU), full({0, 3}, 1.0), 0.0, "full, empty");
+  check_parity(arange(0.0, TensorOptions(kFloat32).device(kGPU)), arange(0.0), 0.0, "arange, empty");
+  check_parity(rand({0}, TensorOptions(kFloat32).device(kGPU)), rand({0}), 0.0, "rand, empty");
+  CHECK(gx.cpu().sizes() == Shape{0, 5});
+  CHECK_NOTHROW(ember::cuda::synchronize());  // no launch error is pending either
+}
+
 TEST_CASE("a large elementwise op covers every element across many blocks") {
   const Tensor x = randn({3, 1000, 1001});
   const Tensor y = randn({1000, 1});

@@ -75,6 +75,53 @@ TEST_CASE("layer_norm matches the CPU, with and without weight and bias") {
   }
 }
 
+TEST_CASE("matrix products with an empty inner dim, no rows or an empty batch match the CPU") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    INFO("dtype " << dtype_name(dtype));
+    auto product = [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); };
+    // k == 0: an empty sum, so zeros (beta 0) without cuBLAS; linear keeps its bias (beta 1).
+    check_op("matmul, k = 0", {leaf({4, 0}, dtype), leaf({0, 3}, dtype)}, product, kProduct);
+    check_op("bmm, k = 0", {leaf({2, 4, 0}, dtype), leaf({2, 0, 3}, dtype)},
+             [](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); }, kProduct);
+    check_op("linear, no input features", {leaf({4, 0}, dtype), leaf({3, 0}, dtype), leaf({3}, dtype)},
+             [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); }, kProduct);
+    check_op("matmul, no rows", {leaf({0, 5}, dtype), leaf({5, 3}, dtype)}, product, kProduct);
+    check_op("matmul, empty batch", {leaf({0, 4, 5}, dtype), leaf({5, 3}, dtype)}, product, kProduct);
+    check_op("bmm, empty batch", {leaf({0, 4, 5}, dtype), leaf({0, 5, 3}, dtype)},
+             [](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); }, kProduct);
+  }
+}
+
+TEST_CASE("softmax, log_softmax and layer_norm match the CPU on rows longer than a block and more rows than the grid") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    INFO("dtype " << dtype_name(dtype));
+    // 1000 > 256 threads: every thread folds several elements. 5000 rows > the grid's blocks:
+    // a block takes several rows. 5000 columns along dim 0: the one-thread-per-column kernel.
+    check_op("softmax, rows of 1000", {leaf({6, 1000}, dtype)},
+             [](const std::vector<Tensor>& in) { return softmax(mul(in[0], 4.0), -1); }, kReductionTolerance);
+    check_op("log_softmax, 5000 rows", {leaf({5000, 24}, dtype)},
+             [](const std::vector<Tensor>& in) { return log_softmax(mul(in[0], 4.0), -1); }, kReductionTolerance);
+    check_op("softmax, 5000 columns", {leaf({7, 5000}, dtype)},
+             [](const std::vector<Tensor>& in) { return softmax(in[0], 0); }, kReductionTolerance);
+    check_op("layer_norm, rows of 1000", {leaf({5, 1000}, dtype), leaf({1000}, dtype), leaf({1000}, dtype)},
+             [](const std::vector<Tensor>& in) { return layer_norm(add(in[0], 2.0), {1000}, in[1], in[2]); },
+             kReductionTolerance);
+    check_op("layer_norm, 5000 rows", {leaf({5000, 16}, dtype), leaf({16}, dtype), leaf({16}, dtype)},
+             [](const std::vector<Tensor>& in) { return layer_norm(in[0], {16}, in[1], in[2]); },
+             kReductionTolerance);
+    // No rows at all: empty outputs, and zero gradients for the weight and bias.
+    check_op("layer_norm, no rows", {leaf({0, 8}, dtype), leaf({8}, dtype), leaf({8}, dtype)},
+             [](const std::vector<Tensor>& in) { return layer_norm(in[0], {8}, in[1], in[2]); },
+             kReductionTolerance);
+    check_op("softmax, no rows", {leaf({0, 8}, dtype)},
+             [](const std::vector<Tensor>& in) { return softmax(in[0], -1); }, kReductionTolerance);
+  }
+}
+
 TEST_CASE("cross_entropy matches the CPU with ignore_index, label smoothing and every reduction") {
   const uint64_t seed = seed_fresh();
   INFO("seed " << seed);
@@ -180,6 +227,29 @@ TEST_CASE("sort and topk match the CPU: values, positions and their gradient") {
   }
 }
 
+TEST_CASE("sort, argsort and topk of int64 and bool tensors match the CPU, ties in stable order") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  const Tensor integers = randint(-5, 5, {4, 50});  // ten values over fifty places: many ties
+  const Tensor mask = gt(randn({3, 40}), 0.0);
+  for (const bool descending : {false, true}) {
+    INFO("descending " << descending);
+    for (const Tensor& x : {integers, mask}) {
+      const std::string what = std::string(dtype_name(x.dtype())) + " sort";
+      const ValuesIndices cpu = sort(x, -1, descending), gpu = sort(x.to(kGPU), -1, descending);
+      check_parity(gpu.values, cpu.values, 0.0, what + " values");
+      check_parity(gpu.indices, cpu.indices, 0.0, what + " indices");
+      check_parity(argsort(x.to(kGPU), 0, descending), argsort(x, 0, descending), 0.0, what + " argsort along dim 0");
+    }
+    const ValuesIndices cpu = topk(integers, 7, -1, descending), gpu = topk(integers.to(kGPU), 7, -1, descending);
+    check_parity(gpu.values, cpu.values, 0.0, "int64 topk values");
+    check_parity(gpu.indices, cpu.indices, 0.0, "int64 topk indices");
+  }
+  const ValuesIndices none = topk(integers.to(kGPU), 0);  // k == 0: empty results, no launch
+  CHECK(none.values.sizes() == Shape{4, 0});
+  CHECK(none.indices.sizes() == Shape{4, 0});
+}
+
 TEST_CASE("scaled_dot_product_attention matches the CPU with causal, boolean, additive and padding masks") {
   const uint64_t seed = seed_fresh();
   INFO("seed " << seed);
@@ -202,12 +272,12 @@ TEST_CASE("scaled_dot_product_attention matches the CPU with causal, boolean, ad
   check_op("attention, additive mask", inputs, attention({.attn_mask = randn({7, 9})}), kReductionTolerance);
 }
 
-TEST_CASE("AdamW, Adam and SGD take the same steps on both devices") {
-  const uint64_t seed = seed_fresh();
-  INFO("seed " << seed);
-  // Three parameters of different sizes (one larger than a block's grid-stride step).
-  const std::vector<Tensor> initial{randn({300, 70}), randn({70}), randn({3, 4}, kFloat64)};
-  auto run = [&](Device device, auto make_optimizer) {
+// Three steps of the optimizer `make_optimizer` builds, from the same parameters and the same
+// gradients on both devices, then the parameters compared.
+template <class MakeOptimizer>
+void compare_optimizer_steps(const std::vector<Tensor>& initial, uint64_t seed, const std::string& what,
+                             MakeOptimizer make_optimizer) {
+  auto run = [&](Device device) {
     std::vector<Tensor> params;
     for (const Tensor& p : initial) params.push_back(p.to(device).clone().requires_grad_(true));
     auto optimizer = make_optimizer(params);
@@ -218,17 +288,46 @@ TEST_CASE("AdamW, Adam and SGD take the same steps on both devices") {
     }
     return params;
   };
-  auto compare = [&](const char* what, auto make_optimizer) {
-    const std::vector<Tensor> cpu = run(kCPU, make_optimizer), gpu = run(kGPU, make_optimizer);
-    for (size_t i = 0; i < cpu.size(); ++i) check_parity(gpu[i], cpu[i], kElementwise, what);
-  };
-  compare("AdamW", [](std::vector<Tensor> p) { return nn::AdamW(p, {.lr = 1e-2, .weight_decay = 0.1}); });
-  compare("Adam", [](std::vector<Tensor> p) { return nn::Adam(p, {.lr = 1e-2, .weight_decay = 0.1}); });
-  compare("SGD", [](std::vector<Tensor> p) { return nn::SGD(p, {.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01}); });
-  compare("SGD nesterov", [](std::vector<Tensor> p) {
+  const std::vector<Tensor> cpu = run(kCPU), gpu = run(kGPU);
+  for (size_t i = 0; i < cpu.size(); ++i) check_parity(gpu[i], cpu[i], kElementwise, what);
+}
+
+TEST_CASE("AdamW, Adam and SGD take the same steps on both devices") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  // Three parameters of different sizes (one larger than a block's grid-stride step).
+  const std::vector<Tensor> initial{randn({300, 70}), randn({70}), randn({3, 4}, kFloat64)};
+  compare_optimizer_steps(initial, seed, "AdamW",
+                          [](std::vector<Tensor> p) { return nn::AdamW(p, {.lr = 1e-2, .weight_decay = 0.1}); });
+  compare_optimizer_steps(initial, seed, "Adam",
+                          [](std::vector<Tensor> p) { return nn::Adam(p, {.lr = 1e-2, .weight_decay = 0.1}); });
+  compare_optimizer_steps(initial, seed, "SGD", [](std::vector<Tensor> p) {
+    return nn::SGD(p, {.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01});
+  });
+  compare_optimizer_steps(initial, seed, "SGD nesterov", [](std::vector<Tensor> p) {
     return nn::SGD(p, {.lr = 0.1, .momentum = 0.9, .nesterov = true});
   });
-  compare("SGD plain", [](std::vector<Tensor> p) { return nn::SGD(p, {.lr = 0.1}); });
+  compare_optimizer_steps(initial, seed, "SGD plain", [](std::vector<Tensor> p) { return nn::SGD(p, {.lr = 0.1}); });
+}
+
+TEST_CASE("the fused optimizer steps cover more parameters than one launch takes, and every option") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  // 31 parameters: more than one launch's list (24) of float32, float64 in between, and an
+  // empty one, whose list entry must be skipped without touching memory.
+  std::vector<Tensor> initial;
+  for (int i = 0; i < 30; ++i) initial.push_back(randn({i % 5 + 1, 7 + i}, i % 4 == 0 ? kFloat64 : kFloat32));
+  initial.push_back(randn({0, 4}));
+  compare_optimizer_steps(initial, seed, "AdamW, long list",
+                          [](std::vector<Tensor> p) { return nn::AdamW(p, {.lr = 1e-2, .weight_decay = 0.1}); });
+  compare_optimizer_steps(initial, seed, "Adam without weight decay",
+                          [](std::vector<Tensor> p) { return nn::Adam(p, {.lr = 1e-2, .betas = {0.8, 0.99}}); });
+  compare_optimizer_steps(initial, seed, "SGD with dampening", [](std::vector<Tensor> p) {
+    return nn::SGD(p, {.lr = 0.1, .momentum = 0.9, .dampening = 0.3, .weight_decay = 0.01});
+  });
+  compare_optimizer_steps(initial, seed, "SGD nesterov with weight decay", [](std::vector<Tensor> p) {
+    return nn::SGD(p, {.lr = 0.1, .momentum = 0.5, .nesterov = true, .weight_decay = 0.01});
+  });
 }
 
 // The kernels on outputs filled with NaN beforehand: every element must be written.

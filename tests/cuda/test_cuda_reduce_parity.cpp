@@ -110,6 +110,35 @@ TEST_CASE("extrema keep the CPU's rules for ties, NaN and infinities") {
   check_parity(logsumexp(all_minus_inf.to(kGPU), {1}), logsumexp(all_minus_inf, {1}), 0.0, "logsumexp of -inf");
 }
 
+TEST_CASE("reductions of broadcast, strided and single-element inputs match the CPU") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const double tolerance = tolerance_for(dtype);
+    const std::string name = std::string(dtype_name(dtype));
+    // expand gives stride 0 along dim 1; slice a step of 3 along dim 2.
+    const Tensor x = as_leaf(randn({5, 1, 9}, dtype));
+    check_op_parity([](const Inputs& in) { return sum(in[0].expand({5, 4, 9}), {0, 1}); }, {x}, tolerance,
+                    "sum of an expanded input " + name);
+    check_op_parity([](const Inputs& in) { return mean(in[0].expand({5, 4, 9}).slice(2, 1, 9, 3), {2}); }, {x},
+                    tolerance, "mean of an expanded, sliced input " + name);
+    check_op_parity([](const Inputs& in) { return var(in[0].expand({5, 4, 9}), {0}, true, false); }, {x}, tolerance,
+                    "var of an expanded input " + name);
+    check_op_parity([](const Inputs& in) { return logsumexp(in[0].expand({5, 4, 9}), {1, 2}); }, {x}, tolerance,
+                    "logsumexp of an expanded input " + name);
+    check_op_parity([](const Inputs& in) { return amax(in[0].expand({5, 4, 9}).slice(2, 0, 9, 2), {0}); }, {x},
+                    tolerance, "amax of an expanded, sliced input " + name);
+    // One element per output: N - correction = 0 gives 0 / 0 = NaN on both devices.
+    const Tensor single = as_leaf(randn({3, 1}, dtype));
+    check_op_parity([](const Inputs& in) { return var(in[0], {1}, true, false); }, {single}, tolerance,
+                    "var of one element " + name);
+    check_op_parity([](const Inputs& in) { return logsumexp(in[0], {1}); }, {single}, tolerance,
+                    "logsumexp of one element " + name);
+    check_parity(argmax(single.detach().to(kGPU), 1), argmax(single.detach(), 1), 0.0, "argmax of one element");
+  }
+}
+
 TEST_CASE("any, all and int64 sums match the CPU") {
   const Tensor integers = randint(-3, 3, {5, 8});
   for (const Shape& dims : {Shape{}, Shape{0}, Shape{1}}) {

@@ -141,6 +141,8 @@ TEST_CASE("after manual_seed the GPU draws the CPU's random numbers") {
     CHECK(gpu_int.cpu().to_vector<int64_t>() == cpu_int.to_vector<int64_t>());
   }
   check_parity(arange(2.0, 50.0, 0.37, kGPU), arange(2.0, 50.0, 0.37), 0.0, "arange float32");
+  check_parity(arange(1.0, -3.0, -0.1, TensorOptions(kFloat64).device(kGPU)), arange(1.0, -3.0, -0.1, kFloat64), 0.0,
+               "arange float64, descending");
   CHECK(arange(-3.0, 90.0, 7.0, TensorOptions(kInt64).device(kGPU)).cpu().to_vector<int64_t>() ==
         arange(-3.0, 90.0, 7.0, kInt64).to_vector<int64_t>());
   check_parity(full({4, 5}, 2.25, kGPU), full({4, 5}, 2.25), 0.0, "full");
