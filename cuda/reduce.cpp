@@ -8,36 +8,53 @@
 namespace ember::cuda {
 namespace {
 
+// The device scratch of a split reduction (cuda/reduce_kernels.h), from the caching allocator;
+// undefined when the reduction is not split. It may be freed as soon as the kernels are queued:
+// the next op to get the block queues behind them on the one stream.
+Tensor split_scratch(const cpu::ReductionLayout& layout) {
+  const int64_t bytes = reduce_scratch_bytes(layout.outer, layout.reduce, layout.inner);
+  if (bytes == 0) return {};
+  return make_tensor({(bytes + 7) / 8}, kFloat64, layout.source.device());
+}
+
+void* scratch_pointer(const Tensor& scratch) { return scratch.defined() ? scratch.data_ptr<double>() : nullptr; }
+
 void sum_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  const Tensor scratch = split_scratch(layout);
   visit_numeric(x.dtype(), "sum", [&]<class T>() {
-    launch_sum<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner);
+    launch_sum<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner,
+                  scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::sum, DeviceType::CUDA, sum_cuda);
 
 void variance_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask, int64_t correction) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  const Tensor scratch = split_scratch(layout);
   visit_floating(x.dtype(), "var", [&]<class T>() {
     launch_variance<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner,
-                       correction);
+                       correction, scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::variance, DeviceType::CUDA, variance_cuda);
 
 void logsumexp_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  const Tensor scratch = split_scratch(layout);
   visit_floating(x.dtype(), "logsumexp", [&]<class T>() {
-    launch_logsumexp<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner);
+    launch_logsumexp<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner,
+                        scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::logsumexp, DeviceType::CUDA, logsumexp_cuda);
 
 void extremum_cuda(Extremum which, const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  const Tensor scratch = split_scratch(layout);
   visit_numeric(x.dtype(), which == Extremum::Max ? "amax" : "amin", [&]<class T>() {
     launch_extremum<T>(which, layout.source.data_ptr<T>(), out.data_ptr<T>(), nullptr, layout.outer, layout.reduce,
-                       layout.inner);
+                       layout.inner, scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::extremum, DeviceType::CUDA, extremum_cuda);
@@ -45,9 +62,11 @@ EMBER_REGISTER_KERNEL(kernels::extremum, DeviceType::CUDA, extremum_cuda);
 void extremum_index_cuda(Extremum which, const Tensor& values, const Tensor& indices, const Tensor& x,
                          const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  const Tensor scratch = split_scratch(layout);
   visit_numeric(x.dtype(), which == Extremum::Max ? "argmax" : "argmin", [&]<class T>() {
     launch_extremum<T>(which, layout.source.data_ptr<T>(), values.defined() ? values.data_ptr<T>() : nullptr,
-                       indices.data_ptr<int64_t>(), layout.outer, layout.reduce, layout.inner);
+                       indices.data_ptr<int64_t>(), layout.outer, layout.reduce, layout.inner,
+                       scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::extremum_index, DeviceType::CUDA, extremum_index_cuda);

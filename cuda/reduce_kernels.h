@@ -1,6 +1,11 @@
 // The device side of the reductions (cuda/reduce.cu). Every one reduces a contiguous input seen
 // as [outer, reduce, inner]: out[o * inner + i] combines x[(o * reduce + r) * inner + i] over r
 // (core/cpu/reduction_layout.h brings any reduction to that form, on either device). fmt-free.
+//
+// When the outputs are few and each reduces many elements, every output's range is split over
+// several blocks whose partial results meet in device scratch: the caller allocates
+// reduce_scratch_bytes(outer, reduce, inner) bytes (8-byte aligned, from the caching allocator)
+// and passes them as `scratch`, which may be null when that size is 0.
 #pragma once
 
 #include <cstdint>
@@ -9,22 +14,26 @@
 
 namespace ember::cuda {
 
+// The scratch bytes a reduction of this shape needs: 0 unless it is split.
+int64_t reduce_scratch_bytes(int64_t outer, int64_t reduce, int64_t inner);
+
 // T: float, double, int64_t. float32 accumulates in double, as on the CPU.
 template <class T>
-void launch_sum(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner);
+void launch_sum(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner, void* scratch);
 // Two passes: the mean, then the squared deviations from it, divided by max(reduce -
 // correction, 0). T: float, double.
 template <class T>
-void launch_variance(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner, int64_t correction);
+void launch_variance(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner, int64_t correction,
+                     void* scratch);
 // log(sum(exp(x))) with the max subtracted first (0 when the max is infinite); -inf when
 // reduce is 0. T: float, double.
 template <class T>
-void launch_logsumexp(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner);
+void launch_logsumexp(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner, void* scratch);
 // The largest (smallest) element and the position r of its first occurrence; a NaN beats every
 // number and the first NaN wins. values or indices may be null. reduce >= 1. T: float, double,
 // int64_t.
 template <class T>
 void launch_extremum(Extremum which, const T* x, T* values, int64_t* indices, int64_t outer, int64_t reduce,
-                     int64_t inner);
+                     int64_t inner, void* scratch);
 
 }  // namespace ember::cuda

@@ -1,7 +1,8 @@
 // Parity of the reductions on CUDA against the CPU: sum, mean, var, std, logsumexp, amax/amin,
 // max/min with indices, argmax/argmin, any/all, over every dim pattern (all dims, leading,
 // trailing, several, non-contiguous input, keepdim), forward and backward, and at sizes that
-// exercise both of the kernels' strategies (a block per output, a thread per output).
+// exercise each of the kernels' strategies (a block per output, a thread per output, several blocks
+// per output for few, long outputs).
 #include <cmath>
 
 #include "helpers.h"
@@ -171,4 +172,82 @@ TEST_CASE("large reductions cover both kernel strategies and match the CPU") {
   const Tensor empty_dim = randn({4, 0, 3});
   check_parity(sum(empty_dim.to(kGPU), {1}), sum(empty_dim, {1}), 0.0, "sum over an empty dim");
   check_parity(logsumexp(empty_dim.to(kGPU), {1}), logsumexp(empty_dim, {1}), 0.0, "logsumexp over an empty dim");
+}
+
+TEST_CASE("reductions with few, long outputs split over many blocks and match the CPU") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (DType dtype : {kFloat32, kFloat64}) {
+    // Millions of terms, summed in another order than the CPU's: float64 is held to 1e-10.
+    const double tolerance = dtype == kFloat64 ? 1e-10 : kReductionTolerance;
+    const std::string name = std::string(dtype_name(dtype));
+    // One output of 5M elements, and 4 outputs of 3M elements each: over the last dim (rows),
+    // over dim 0 of the transposed view and of a contiguous [3M, 4] (columns), and over all.
+    // Ties for the extrema sit in different blocks' slices, so the first occurrence must win
+    // across blocks.
+    const Tensor whole = randn({5000000}, dtype);
+    for (int64_t at : {1234567, 4000001}) whole.select(0, at).fill_(10.0);
+    for (int64_t at : {300, 2500000}) whole.select(0, at).fill_(-10.0);
+    const Tensor rows = randn({4, 3000000}, dtype);
+    for (int64_t at : {100, 2999999}) rows.select(1, at).fill_(10.0);
+    for (int64_t at : {1700000, 2000000}) rows.select(1, at).fill_(-10.0);
+    const Tensor columns = randn({3000000, 4}, dtype);
+
+    const Tensor whole_leaf = as_leaf(whole), rows_leaf = as_leaf(rows), columns_leaf = as_leaf(columns);
+    check_op_parity([](const Inputs& in) { return sum(in[0]); }, {whole_leaf}, tolerance, "sum of 5M " + name);
+    check_op_parity([](const Inputs& in) { return mean(in[0]); }, {whole_leaf}, tolerance, "mean of 5M " + name);
+    check_op_parity([](const Inputs& in) { return var(in[0]); }, {whole_leaf}, tolerance, "var of 5M " + name);
+    check_op_parity([](const Inputs& in) { return logsumexp(in[0], {0}); }, {whole_leaf}, tolerance,
+                    "logsumexp of 5M " + name);
+    check_op_parity([](const Inputs& in) { return sum(in[0], {1}); }, {rows_leaf}, tolerance,
+                    "sum of 4 rows of 3M " + name);
+    check_op_parity([](const Inputs& in) { return mean(in[0], {1}); }, {rows_leaf}, tolerance,
+                    "mean of 4 rows of 3M " + name);
+    check_op_parity([](const Inputs& in) { return var(in[0], {1}, false, true); }, {rows_leaf}, tolerance,
+                    "var of 4 rows of 3M " + name);
+    check_op_parity([](const Inputs& in) { return logsumexp(in[0], {1}); }, {rows_leaf}, tolerance,
+                    "logsumexp of 4 rows of 3M " + name);
+    check_op_parity([](const Inputs& in) { return sum(in[0]); }, {rows_leaf}, tolerance, "sum of all 12M " + name);
+    check_op_parity([](const Inputs& in) { return var(in[0].transpose(0, 1), {0}); }, {rows_leaf}, tolerance,
+                    "var of 4 transposed columns of 3M " + name);
+    check_op_parity([](const Inputs& in) { return sum(in[0], {0}); }, {columns_leaf}, tolerance,
+                    "sum of 4 columns of 3M " + name);
+    check_op_parity([](const Inputs& in) { return logsumexp(in[0], {0}); }, {columns_leaf}, tolerance,
+                    "logsumexp of 4 columns of 3M " + name);
+
+    const Tensor gpu_whole = whole.to(kGPU), gpu_rows = rows.to(kGPU), gpu_columns = columns.to(kGPU);
+    check_parity(amax(gpu_whole, {0}), amax(whole, {0}), 0.0, "amax of 5M " + name);
+    check_parity(amin(gpu_whole, {0}), amin(whole, {0}), 0.0, "amin of 5M " + name);
+    check_parity(argmax(gpu_whole), argmax(whole), 0.0, "argmax of 5M with ties " + name);
+    check_parity(argmin(gpu_whole), argmin(whole), 0.0, "argmin of 5M with ties " + name);
+    check_parity(argmax(gpu_rows, 1), argmax(rows, 1), 0.0, "argmax of 4 rows of 3M with ties " + name);
+    check_parity(argmin(gpu_rows, 1), argmin(rows, 1), 0.0, "argmin of 4 rows of 3M with ties " + name);
+    check_parity(argmax(gpu_rows.transpose(0, 1), 0), argmax(rows.transpose(0, 1), 0), 0.0,
+                 "argmax of 4 transposed columns of 3M with ties " + name);
+    check_parity(max(gpu_rows, 1).values, max(rows, 1).values, 0.0, "max of 4 rows of 3M " + name);
+    check_parity(argmin(gpu_columns, 0), argmin(columns, 0), 0.0, "argmin of 4 columns of 3M " + name);
+    check_parity(amax(gpu_columns, {0}), amax(columns, {0}), 0.0, "amax of 4 columns of 3M " + name);
+
+    // NaN: the first one wins argmax and argmin, and amax, sum and logsumexp are NaN.
+    const Tensor with_nan = whole.clone();
+    for (int64_t at : {3000000, 4500000}) with_nan.select(0, at).fill_(NAN);
+    const Tensor gpu_with_nan = with_nan.to(kGPU);
+    check_parity(argmax(gpu_with_nan), argmax(with_nan), 0.0, "argmax of 5M with NaN " + name);
+    check_parity(argmin(gpu_with_nan), argmin(with_nan), 0.0, "argmin of 5M with NaN " + name);
+    check_parity(amax(gpu_with_nan, {0}), amax(with_nan, {0}), 0.0, "amax of 5M with NaN " + name);
+    check_parity(sum(gpu_with_nan), sum(with_nan), 0.0, "sum of 5M with NaN " + name);
+    check_parity(logsumexp(gpu_with_nan, {0}), logsumexp(with_nan, {0}), 0.0, "logsumexp of 5M with NaN " + name);
+    check_parity(var(gpu_with_nan), var(with_nan), 0.0, "var of 5M with NaN " + name);
+  }
+  // int64: a few thousand copies of each value, so the extrema are tied all over the range, and
+  // sums are exact; any and all count their nonzeros with the same int64 sum.
+  const Tensor integers = randint(-1000, 1000, {5000000});
+  const Tensor gpu_integers = integers.to(kGPU);
+  check_parity(sum(gpu_integers), sum(integers), 0.0, "sum of 5M int64");
+  check_parity(argmax(gpu_integers), argmax(integers), 0.0, "argmax of 5M int64");
+  check_parity(argmin(gpu_integers), argmin(integers), 0.0, "argmin of 5M int64");
+  check_parity(amax(gpu_integers, {0}), amax(integers, {0}), 0.0, "amax of 5M int64");
+  check_parity(any(gpu_integers), any(integers), 0.0, "any of 5M");
+  check_parity(all(gpu_integers), all(integers), 0.0, "all of 5M");
 }
