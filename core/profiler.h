@@ -49,10 +49,12 @@ void wait_for_gpu();  // ember::cuda::synchronize()
 // stops, so its time is the GPU's (and a profiled step runs slower than an unprofiled one).
 class KernelTimer {
  public:
-  KernelTimer(std::string_view op, bool on_gpu) : op_(op), on_gpu_(on_gpu), outermost_(detail::depth++ == 0) {
-    if (!outermost_) return;
-    if (on_gpu_) detail::wait_for_gpu();
-    start_ = std::chrono::steady_clock::now();
+  // The depth is raised only once the wait has returned: a wait that throws (an error a GPU
+  // kernel found earlier) leaves no destructor to lower it again.
+  KernelTimer(std::string_view op, bool on_gpu) : op_(op), on_gpu_(on_gpu), outermost_(detail::depth == 0) {
+    if (outermost_ && on_gpu_) detail::wait_for_gpu();
+    ++detail::depth;
+    if (outermost_) start_ = std::chrono::steady_clock::now();
   }
   void stop() {
     if (!outermost_) return;

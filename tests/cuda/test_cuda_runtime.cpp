@@ -208,3 +208,18 @@ TEST_CASE("the profiler times GPU kernels: it waits for each, so its time is the
   CHECK(matmul_time->flops == doctest::Approx(2.0 * 512 * 512 * 512));
   CHECK(c.sizes() == Shape{512, 512});
 }
+
+TEST_CASE("an error reported while the profiler waits for the GPU leaves the profiler working") {
+  const Tensor weight = randn({5, 3}, kGPU);
+  ember::cuda::synchronize();
+  const Tensor rows = embedding(weight, tensor<int64_t>({9}, {1}).to(kGPU));  // queues a failing check
+  profiler::start();
+  // The next profiled kernel waits for the GPU first, and that wait reports the bad id.
+  CHECK_THROWS_WITH_ALL(exp(weight), "embedding: id 9");
+  const Tensor later = exp(weight);
+  const std::vector<profiler::OpTime> ops = profiler::stop();
+  const auto exp_time = std::find_if(ops.begin(), ops.end(), [](const auto& op) { return op.name == "exp"; });
+  REQUIRE(exp_time != ops.end());
+  CHECK(exp_time->calls == 1);  // the later call was timed: it was the outermost kernel again
+  CHECK(later.sizes() == Shape{5, 3});
+}
