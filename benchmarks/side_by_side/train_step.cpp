@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -49,27 +50,36 @@ int thread_count() {
   return -1;
 }
 
-// The best GFLOP/s cblas_sgemm reaches on square products: the ceiling ember's matmuls are
-// measured against. Several sizes, several repeats, the best of each.
+// The best GFLOP/s cblas_sgemm reaches on square n x n products, over `repeats` timed calls
+// after two that warm up.
+double sgemm_gflops(int n, int repeats) {
+  std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
+  double fastest = 1e30;
+  for (int i = 0; i < repeats + 2; ++i) {
+    const auto start = Clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
+                n);
+    if (i >= 2) fastest = std::min(fastest, seconds_since(start));
+  }
+  return 2.0 * n * n * n / fastest / 1e9;
+}
+
+// The ceiling ember's matmuls are measured against: the best of several square sizes.
 nlohmann::json sgemm_ceiling() {
   nlohmann::json sizes = nlohmann::json::array();
   double best = 0;
   for (const int n : {512, 1024, 2048}) {
-    std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
-    const int repeats = n <= 1024 ? 20 : 5;
-    double fastest = 1e30;
-    for (int i = 0; i < repeats + 2; ++i) {
-      const auto start = Clock::now();
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                  c.data(), n);
-      if (i >= 2) fastest = std::min(fastest, seconds_since(start));  // the first two warm up
-    }
-    const double gflops = 2.0 * n * n * n / fastest / 1e9;
+    const double gflops = sgemm_gflops(n, n <= 1024 ? 20 : 5);
     best = std::max(best, gflops);
     sizes.push_back({{"n", n}, {"gflops", gflops}});
   }
   return {{"sgemm_gflops", best}, {"sizes", sizes}};
 }
+
+// A shorter ceiling (about a quarter of a second), taken right before and after each profiled
+// step: this machine's speed drifts by half within minutes, so the step's matmul rate is
+// compared with sgemm's rate at the same moment as well as with the run's best.
+double sgemm_ceiling_now() { return std::max(sgemm_gflops(1024, 4), sgemm_gflops(2048, 1)); }
 
 }  // namespace
 
@@ -142,22 +152,47 @@ int main(int argc, char** argv) {
       result["allow_tf32"] = allow_tf32;
     }
     if (profile) {
-      // Profiled steps are timed too: the ops' shares are of these steps' time.
+      // Profiled steps are timed too: the ops' shares are of these steps' time. On the CPU each
+      // step is profiled on its own, between two sgemm ceilings, for its matmul rate against them.
+      const bool paired_ceiling = !device.is_cuda();
       std::vector<double> profiled_ms;
-      ember::profiler::start();
+      std::map<std::string, ember::profiler::OpTime> totals;
+      nlohmann::json matmul_steps = nlohmann::json::array();
+      double ceiling_before = paired_ceiling ? sgemm_ceiling_now() : 0;
       for (int i = 0; i < steps; ++i) {
+        ember::profiler::start();
         const auto start = Clock::now();
         workload->step();
         profiled_ms.push_back(1e3 * seconds_since(start));
+        double matmul_seconds = 0, matmul_flops = 0;
+        for (const auto& op : ember::profiler::stop()) {
+          ember::profiler::OpTime& total = totals[op.name];
+          total.name = op.name;
+          total.calls += op.calls;
+          total.seconds += op.seconds;
+          total.flops += op.flops;
+          if (op.name == "matmul") matmul_seconds = op.seconds, matmul_flops = op.flops;
+        }
+        if (paired_ceiling && matmul_seconds > 0) {
+          const double ceiling_after = sgemm_ceiling_now();
+          matmul_steps.push_back({{"matmul_gflops", matmul_flops / matmul_seconds / 1e9},
+                                  {"ceiling_before", ceiling_before},
+                                  {"ceiling_after", ceiling_after}});
+          ceiling_before = ceiling_after;
+        }
       }
       std::sort(profiled_ms.begin(), profiled_ms.end());
       result["profiled_step_ms"] = profiled_ms[profiled_ms.size() / 2];
+      std::vector<ember::profiler::OpTime> by_time;
+      for (const auto& [name, op] : totals) by_time.push_back(op);
+      std::sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
       nlohmann::json ops = nlohmann::json::array();
-      for (const auto& op : ember::profiler::stop()) {
+      for (const auto& op : by_time) {
         ops.push_back({{"op", op.name}, {"calls", op.calls / steps}, {"ms", 1e3 * op.seconds / steps},
                        {"gflop", op.flops / steps / 1e9}});
       }
       result["profile"] = ops;
+      if (paired_ceiling) result["matmul_steps"] = matmul_steps;
     }
     fmt::print("{}\n", result.dump());
   } catch (const ember::Error& error) {
