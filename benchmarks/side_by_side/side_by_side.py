@@ -186,6 +186,8 @@ def compare(args, workload, batch):
             "gflops": flops / (ms / 1e3) / 1e9,
             "parameters": results[0]["parameters"],
             "minor_faults_per_step": median([result["minor_faults_per_step"] for result in results]),
+            "faults_median": median([f for result in results for f in result["minor_faults_steps"]]),
+            "faults_max": max(f for result in results for f in result["minor_faults_steps"]),
             "threads": results[0]["threads"],
             "loss": results[-1]["loss"],
         }
@@ -317,15 +319,18 @@ def report(args, info, ceiling, summaries, sweep_rows):
             say("")
     say("## Warm-step checks")
     say("")
-    say("| workload | library | minor page faults per step | threads in the process |")
+    say("| workload | library | minor page faults in a step: median (most, mean) | threads in the process |")
     say("|---|---|---:|---:|")
     for s in summaries:
         for library in ("ember", "pytorch"):
             r = s[library]
-            say(f"| {s['workload']} | {library} | {r['minor_faults_per_step']:.0f} | {r['threads']} |")
+            say(f"| {s['workload']} | {library} | {r['faults_median']:.0f} ({r['faults_max']:.0f}, "
+                f"{r['minor_faults_per_step']:.1f}) | {r['threads']} |")
     say("")
     say("A step that takes memory from the OS faults its pages in, so page faults per warm step count "
-        "fresh memory (a 4 KiB page each). The thread count is the process's, from /proc/self/status, "
+        "fresh memory (a 4 KiB page each). Each timed step is counted on its own (getrusage before and after "
+        "it): the median is the steady state, the most is a step's worst, and the mean is over all of them. "
+        "The thread count is the process's, from /proc/self/status, "
         f"against {info['cores']} cores.")
     say("")
     if sweep_rows:

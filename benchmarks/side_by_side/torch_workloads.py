@@ -151,10 +151,13 @@ def main():
         step()
     before = resource.getrusage(resource.RUSAGE_SELF)
     step_ms = []
+    step_faults = []
     loss = 0.0
     for _ in range(args.steps):
         start = time.perf_counter()
+        faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         loss = step()
+        step_faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before)
         step_ms.append(1e3 * (time.perf_counter() - start))
     after = resource.getrusage(resource.RUSAGE_SELF)
     result = {
@@ -169,6 +172,7 @@ def main():
         "loss": loss,
         "peak_rss_mb": after.ru_maxrss / 1024.0,
         "minor_faults_per_step": (after.ru_minflt - before.ru_minflt) / args.steps,
+        "minor_faults_steps": step_faults,
         "threads": thread_count(),
         "torch_threads": args.threads,
         "blas": loaded_blas(),

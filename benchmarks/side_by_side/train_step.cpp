@@ -120,10 +120,13 @@ int main(int argc, char** argv) {
     const ember::cuda::MemoryStats device_before = ember::cuda::memory_stats(device.index);
     const int64_t waits_before = ember::cuda::host_synchronizations();
     std::vector<double> step_ms;
+    std::vector<long> step_faults;  // each step's own: a one-off fault early on shows as one
     double loss = 0;
     for (int i = 0; i < steps; ++i) {
       const auto start = Clock::now();
+      const long faults_before = usage().ru_minflt;
       loss = workload->step();  // item() waits for the step to finish, on any device
+      step_faults.push_back(usage().ru_minflt - faults_before);
       step_ms.push_back(1e3 * seconds_since(start));
     }
     const rusage after = usage();
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
         {"loss", loss},
         {"peak_rss_mb", static_cast<double>(after.ru_maxrss) / 1024.0},
         {"minor_faults_per_step", static_cast<double>(after.ru_minflt - before.ru_minflt) / steps},
+        {"minor_faults_steps", step_faults},
         {"threads", thread_count()},
         {"omp_threads", ember::train::thread_count()},
     };
