@@ -31,8 +31,10 @@ class CpuAllocator final : public Allocator {
         void* data = it->second;
         free_blocks_.erase(it);
         cached_bytes_ -= size;
+        ++cached_reuses_;
         return data;
       }
+      ++fresh_allocations_;
     }
     void* data = std::aligned_alloc(64, size);
     if (data == nullptr && size >= kCachedMin) {
@@ -41,6 +43,11 @@ class CpuAllocator final : public Allocator {
     }
     EMBER_CHECK(data != nullptr, "cpu allocator: out of memory allocating {} bytes", nbytes);
     return data;
+  }
+
+  CpuAllocatorStats stats() {
+    std::lock_guard lock(mutex_);
+    return {fresh_allocations_, cached_reuses_, static_cast<int64_t>(cached_bytes_)};
   }
 
   void deallocate(void* data, size_t nbytes, int) override {
@@ -84,11 +91,12 @@ class CpuAllocator final : public Allocator {
   std::mutex mutex_;
   std::multimap<size_t, void*> free_blocks_;  // idle blocks by size
   size_t cached_bytes_ = 0;
+  int64_t fresh_allocations_ = 0, cached_reuses_ = 0;
 };
 
 // Created on first use and never destroyed: a tensor in static storage may be freed after any
 // destructor of this file would have run.
-Allocator& cpu_allocator() {
+CpuAllocator& cpu_allocator() {
   static CpuAllocator* allocator = new CpuAllocator;
   return *allocator;
 }
@@ -96,6 +104,8 @@ Allocator& cpu_allocator() {
 Allocator* allocators[kNumDeviceTypes] = {nullptr, nullptr};
 
 }  // namespace
+
+CpuAllocatorStats cpu_allocator_stats() { return cpu_allocator().stats(); }
 
 void register_allocator(DeviceType type, Allocator* allocator) {
   allocators[static_cast<int>(type)] = allocator;

@@ -24,6 +24,16 @@ void register_allocator(DeviceType type, Allocator* allocator);
 // CPU-only build).
 Allocator& allocator_for(Device device);
 
+// What the CPU allocator has done since the process started. Blocks of 16 KiB and more are
+// cached when freed; a warm training step should find all of its blocks in the cache, so its
+// fresh_allocations stays put (the CPU's counterpart of cuda::MemoryStats::cuda_malloc_calls).
+struct CpuAllocatorStats {
+  int64_t fresh_allocations = 0;  // blocks of 16 KiB and more taken from malloc: the cache had none
+  int64_t cached_reuses = 0;      // blocks of 16 KiB and more handed out again from the cache
+  int64_t cached_bytes = 0;       // idle bytes the cache holds now
+};
+CpuAllocatorStats cpu_allocator_stats();
+
 class Storage {
  public:
   Storage(size_t nbytes, Device device);

@@ -188,6 +188,7 @@ def compare(args, workload, batch):
             "minor_faults_per_step": median([result["minor_faults_per_step"] for result in results]),
             "faults_median": median([f for result in results for f in result["minor_faults_steps"]]),
             "faults_max": max(f for result in results for f in result["minor_faults_steps"]),
+            "fresh_cpu_blocks": sum(sum(result.get("fresh_cpu_blocks_steps", [])) for result in results),
             "threads": results[0]["threads"],
             "loss": results[-1]["loss"],
         }
@@ -332,6 +333,14 @@ def report(args, info, ceiling, summaries, sweep_rows):
         "it): the median is the steady state, the most is a step's worst, and the mean is over all of them. "
         "The thread count is the process's, from /proc/self/status, "
         f"against {info['cores']} cores.")
+    say("")
+    say("ember's CPU allocator counts the blocks of 16 KiB and more that its cache could not serve "
+        "(`ember::cpu_allocator_stats()`): "
+        + "; ".join(f"{s['workload']}: {s['ember']['fresh_cpu_blocks']} in {s['ember']['steps']} timed steps"
+                    for s in summaries)
+        + ". `perf record -e page-faults` puts the faults left in ember's warm steps in malloc's heap: "
+        "mostly the job table that OpenBLAS's threaded cblas_sgemm allocates on every call, whose pages the heap "
+        "sometimes has to map in again.")
     say("")
     if sweep_rows:
         say("## Scaling (classifier, batch 32)")

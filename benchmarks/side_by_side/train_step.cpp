@@ -121,12 +121,15 @@ int main(int argc, char** argv) {
     const int64_t waits_before = ember::cuda::host_synchronizations();
     std::vector<double> step_ms;
     std::vector<long> step_faults;  // each step's own: a one-off fault early on shows as one
+    std::vector<int64_t> step_fresh_blocks;  // blocks the CPU allocator's cache could not serve
     double loss = 0;
     for (int i = 0; i < steps; ++i) {
       const auto start = Clock::now();
       const long faults_before = usage().ru_minflt;
+      const int64_t fresh_before = ember::cpu_allocator_stats().fresh_allocations;
       loss = workload->step();  // item() waits for the step to finish, on any device
       step_faults.push_back(usage().ru_minflt - faults_before);
+      step_fresh_blocks.push_back(ember::cpu_allocator_stats().fresh_allocations - fresh_before);
       step_ms.push_back(1e3 * seconds_since(start));
     }
     const rusage after = usage();
@@ -145,6 +148,7 @@ int main(int argc, char** argv) {
         {"peak_rss_mb", static_cast<double>(after.ru_maxrss) / 1024.0},
         {"minor_faults_per_step", static_cast<double>(after.ru_minflt - before.ru_minflt) / steps},
         {"minor_faults_steps", step_faults},
+        {"fresh_cpu_blocks_steps", step_fresh_blocks},
         {"threads", thread_count()},
         {"omp_threads", ember::train::thread_count()},
     };
