@@ -151,7 +151,26 @@ def best_torch_config(args, workload, batch):
     return best, timings
 
 
+def cpu_times():
+    """The machine's CPU time counters (/proc/stat, in clock ticks): user ... steal."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(v) for v in f.readline().split()[1:9]]
+    except OSError:
+        return None
+
+
+def steal_share(before, after):
+    """The share of the CPU time between two cpu_times() that the hypervisor gave to other
+    machines: on a shared virtual machine, the part of the slow-downs that no run can control."""
+    if before is None or after is None:
+        return None
+    deltas = [b - a for a, b in zip(before, after)]
+    return deltas[7] / sum(deltas) if sum(deltas) > 0 else None
+
+
 def compare(args, workload, batch):
+    times_before = cpu_times()
     config, search = best_torch_config(args, workload, batch)
     if search:
         print(f"{workload}: PyTorch configurations tried (median ms/step): "
@@ -197,6 +216,7 @@ def compare(args, workload, batch):
             for key in ("cuda_malloc_per_step", "host_waits_per_step", "gpu"):
                 if key in results[0]:
                     summary[library][key] = max(result[key] for result in results) if key != "gpu" else results[0][key]
+    summary["steal"] = steal_share(times_before, cpu_times())
     return summary
 
 
@@ -242,6 +262,7 @@ def machine(args):
         "ember_commit": commit.stdout.strip() + (" (with local changes)" if dirty.stdout.strip() else ""),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "load_before": open("/proc/loadavg").read().split()[0],
+        "cpu_times_start": cpu_times(),
     }
 
 
@@ -268,6 +289,11 @@ def report(args, info, ceiling, summaries, sweep_rows):
     say(f"- sgemm ceiling (cblas_sgemm alone, square sizes, best of each): {ceiling['sgemm_gflops']:.0f} GFLOP/s "
         f"({sizes}); the best of {len(ceiling['measurements'])} measurements spread through the run ({others}), "
         "since a shared machine's speed drifts")
+    steal = steal_share(info["cpu_times_start"], cpu_times())
+    if steal is not None:
+        say(f"- CPU time the hypervisor gave to other machines (steal, /proc/stat) while this ran: {100 * steal:.0f}%; "
+            "per workload: " + ", ".join(f"{s['workload']} {100 * s['steal']:.0f}%" for s in summaries
+                                        if s.get("steal") is not None))
     say("")
     say("## Training step (forward + loss + backward + AdamW)")
     say("")
