@@ -9,8 +9,9 @@ train_step and PyTorch's torch_workloads.py alternately, several rounds, each in
 process (so each has its own peak memory), and takes the median step time over all rounds.
 A profiled ember run gives the time and GFLOP/s of the matrix products inside the step, set
 beside the machine's sgemm ceiling: the best one of the run, and one measured right before and
-after each profiled step (this machine's speed drifts by half within minutes). The scaling sweep times both libraries against sequence
-length and model width and draws them. Everything it prints goes into RESULTS.md.
+after each profiled step (this machine's speed drifts by half within minutes). The scaling
+sweep times both libraries against sequence length and model width and draws them. Everything
+it prints goes into RESULTS.md.
 
 On a GPU the thread search, the sgemm ceiling and the sweep are left out; each
 workload runs at batch 32 and 128, and the report gives the allocators' peak device memory,
@@ -327,16 +328,16 @@ def report(args, info, ceiling, summaries, sweep_rows):
             s["matmul_of_best"] = rate / ceiling["sgemm_gflops"]
             say(f"matmul inside the step: {matmul['gflop']:.1f} GFLOP in {matmul['ms']:.1f} ms = {rate:.0f} GFLOP/s, "
                 f"{100 * s['matmul_of_best']:.0f}% of the run's best sgemm ceiling ({ceiling['sgemm_gflops']:.0f} GFLOP/s).")
-            paired = [step["matmul_gflops"] / max(step["ceiling_before"], step["ceiling_after"])
-                      for step in s["matmul_steps"]]
+            # Each step against the faster of the two ceilings around it.
+            ceilings = [max(step["ceiling_before"], step["ceiling_after"]) for step in s["matmul_steps"]]
+            paired = [step["matmul_gflops"] / c for step, c in zip(s["matmul_steps"], ceilings)]
             if paired:
                 s["matmul_efficiency"] = statistics.median(paired)
                 say("")
                 say("Each profiled step ran between two short sgemm ceilings (n=1024 and 2048, about a quarter of a "
                     "second each), so that its matmul rate is set beside the machine's at the same moment; the faster "
                     "of the two ceilings counts. Step by step, matmul GFLOP/s against that ceiling: "
-                    + ", ".join(f"{step['matmul_gflops']:.0f}/{max(step['ceiling_before'], step['ceiling_after']):.0f}"
-                                for step in s["matmul_steps"])
+                    + ", ".join(f"{step['matmul_gflops']:.0f}/{c:.0f}" for step, c in zip(s["matmul_steps"], ceilings))
                     + f"; median {100 * s['matmul_efficiency']:.0f}%.")
             else:
                 s["matmul_efficiency"] = s["matmul_of_best"]

@@ -154,11 +154,11 @@ def main():
     step_faults = []
     loss = 0.0
     for _ in range(args.steps):
-        start = time.perf_counter()
         faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        start = time.perf_counter()
         loss = step()
-        step_faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before)
         step_ms.append(1e3 * (time.perf_counter() - start))
+        step_faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before)
     after = resource.getrusage(resource.RUSAGE_SELF)
     result = {
         "library": "pytorch",

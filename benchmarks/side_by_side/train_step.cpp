@@ -124,13 +124,13 @@ int main(int argc, char** argv) {
     std::vector<int64_t> step_fresh_blocks;  // blocks the CPU allocator's cache could not serve
     double loss = 0;
     for (int i = 0; i < steps; ++i) {
-      const auto start = Clock::now();
       const long faults_before = usage().ru_minflt;
       const int64_t fresh_before = ember::cpu_allocator_stats().fresh_allocations;
+      const auto start = Clock::now();
       loss = workload->step();  // item() waits for the step to finish, on any device
+      step_ms.push_back(1e3 * seconds_since(start));
       step_faults.push_back(usage().ru_minflt - faults_before);
       step_fresh_blocks.push_back(ember::cpu_allocator_stats().fresh_allocations - fresh_before);
-      step_ms.push_back(1e3 * seconds_since(start));
     }
     const rusage after = usage();
     const ember::cuda::MemoryStats device_after = ember::cuda::memory_stats(device.index);
