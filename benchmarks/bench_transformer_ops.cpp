@@ -3,8 +3,10 @@
 // attention, the embedding's backward (a scatter-add into the table), and one AdamW step over
 // the classifier's 5.3 million parameters.
 //
+// Attention runs through the fused kernels (fused:1) and through the composed ops (fused:0).
+//
 //   OMP_NUM_THREADS=2 ./build/benchmarks/bench_transformer_ops --benchmark_repetitions=5 \
-//       --benchmark_report_aggregates_only=true
+//       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
 #include "ember.h"
@@ -16,31 +18,62 @@ namespace {
 constexpr int64_t kBatch = 32, kHeads = 4, kSeq = 128, kHeadDim = 64, kVocab = 8192, kModel = 256;
 
 // Q K^T and weights @ V: 2 * 2 * L * S * E per head, forward.
-double attention_flops() { return 4.0 * kBatch * kHeads * kSeq * kSeq * kHeadDim; }
+double attention_flops(int64_t seq) { return 4.0 * kBatch * kHeads * seq * seq * kHeadDim; }
 
+// The fused kernels (scaled_dot_product_attention) or the composed ops (the _with_weights
+// form), picked by the benchmark's first argument.
+Tensor attention(bool fused, const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
+  return fused ? scaled_dot_product_attention(q, k, v, options)
+               : scaled_dot_product_attention_with_weights(q, k, v, options).output;
+}
+
+// [batch, seq, d_model] -> [batch, heads, seq, head_dim], a view, as MultiHeadAttention splits heads.
+Tensor split_heads(const Tensor& x) { return x.view({kBatch, x.size(1), kHeads, kHeadDim}).transpose(1, 2); }
+Tensor merge_heads(const Tensor& x) { return x.transpose(1, 2).reshape({kBatch, x.size(2), kModel}); }
+
+// Arguments: fused or composed, causal or not, and the sequence length (the classifier's
+// 128, the encoder-decoder's 64).
 void BM_AttentionForward(benchmark::State& state) {
-  const bool causal = state.range(0) != 0;
+  const bool fused = state.range(0) != 0, causal = state.range(1) != 0;
+  const int64_t seq = state.range(2);
   NoGradGuard no_grad;
-  const Tensor q = randn({kBatch, kHeads, kSeq, kHeadDim}), k = randn_like(q), v = randn_like(q);
-  for (auto _ : state) benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, {.is_causal = causal}));
-  state.counters["FLOP/s"] = benchmark::Counter(attention_flops() * static_cast<double>(state.iterations()),
+  const Tensor q = split_heads(randn({kBatch, seq, kModel})), k = split_heads(randn({kBatch, seq, kModel})),
+               v = split_heads(randn({kBatch, seq, kModel}));
+  for (auto _ : state) {
+    // Merging the heads back is part of the cost: a copy unless the output is laid out for it.
+    benchmark::DoNotOptimize(merge_heads(attention(fused, q, k, v, {.is_causal = causal})));
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(attention_flops(seq) * static_cast<double>(state.iterations()),
                                                 benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttentionForward)->Arg(0)->Arg(1)->ArgName("causal")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionForward)
+    ->ArgsProduct({{1, 0}, {0, 1}, {kSeq, 64}})
+    ->ArgNames({"fused", "causal", "seq"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
-// Forward and backward: the backward does twice the forward's products.
+// Forward and backward, with dropout 0.1 on the weights, from projections split into heads to
+// their gradients; the backward does twice the forward's products.
 void BM_AttentionForwardBackward(benchmark::State& state) {
-  Tensor q = randn({kBatch, kHeads, kSeq, kHeadDim}), k = randn_like(q), v = randn_like(q);
+  const bool fused = state.range(0) != 0, causal = state.range(1) != 0;
+  const int64_t seq = state.range(2);
+  Tensor q = randn({kBatch, seq, kModel}), k = randn_like(q), v = randn_like(q);
   for (Tensor* t : {&q, &k, &v}) t->requires_grad_(true);
   const Tensor grad = randn_like(q);
   for (auto _ : state) {
-    scaled_dot_product_attention(q, k, v, {.dropout_p = 0.1}).backward(grad);
+    merge_heads(attention(fused, split_heads(q), split_heads(k), split_heads(v),
+                          {.dropout_p = 0.1, .is_causal = causal}))
+        .backward(grad);
     for (Tensor* t : {&q, &k, &v}) t->mutable_grad() = Tensor();
   }
-  state.counters["FLOP/s"] = benchmark::Counter(3 * attention_flops() * static_cast<double>(state.iterations()),
+  state.counters["FLOP/s"] = benchmark::Counter(3 * attention_flops(seq) * static_cast<double>(state.iterations()),
                                                 benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttentionForwardBackward)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionForwardBackward)
+    ->ArgsProduct({{1, 0}, {0, 1}, {kSeq, 64}})
+    ->ArgNames({"fused", "causal", "seq"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // Reads the [4096, 256] output gradient and the ids, adds into the [8192, 256] table gradient
 // (zeroed first: part of the op).

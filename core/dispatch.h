@@ -61,6 +61,10 @@ class KernelTable {
     return KernelCall<Fn>(kernel, op, device.is_cuda());
   }
 
+  // Whether `device` has a kernel: for ops that choose between a fused kernel, where a
+  // backend has one, and a composition of other ops (scaled_dot_product_attention).
+  bool has(Device device) const { return kernels_[static_cast<int>(device.type)] != nullptr; }
+
   std::string_view op() const { return op_; }
 
  private:

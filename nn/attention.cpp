@@ -111,9 +111,14 @@ MultiHeadAttentionOutput MultiHeadAttention::attend(const Tensor& q, const Tenso
   attention.attn_mask = merged_mask(options, batch, target_length, source_length, query);
   attention.is_causal = options.is_causal && !attention.attn_mask.defined();
   attention.dropout_p = is_training() ? dropout_ : 0.0;
-  AttentionResult result = scaled_dot_product_attention_with_weights(q, k, v, attention);
+  // Without the weights, core may run its fused kernels (as PyTorch's fast path does when
+  // need_weights is false); the weights belong to the graph, so they need the composed form.
+  const AttentionResult result =
+      options.need_weights ? scaled_dot_product_attention_with_weights(q, k, v, attention)
+                           : AttentionResult{scaled_dot_product_attention(q, k, v, attention), Tensor()};
+  // The fused kernels lay the output out as q, [batch, L, heads, head_dim]: no copy here.
   const Tensor merged = result.output.transpose(1, 2).reshape({batch, target_length, d_model_});
-  return {out_proj->forward(merged), options.need_weights ? result.weights : Tensor()};
+  return {out_proj->forward(merged), result.weights};
 }
 
 MultiHeadAttentionOutput MultiHeadAttention::forward_cached(const Tensor& query, const Tensor& key_value,

@@ -1,6 +1,8 @@
 // scaled_dot_product_attention: values against a naive loop (no mask, bool mask, float mask,
-// causal), exact zeros at masked positions, dropout on the weights, gradcheck, errors.
+// causal), exact zeros at masked positions, dropout on the weights, the fused kernels against
+// the composed form, gradcheck, errors.
 #include <limits>
+#include <tuple>
 
 #include "helpers.h"
 
@@ -40,6 +42,45 @@ std::pair<Tensor, Tensor> reference_attention(const Tensor& q, const Tensor& k, 
   }
   return {tensor(out, {batch, L, Ev}, kFloat64), tensor(weights, {batch, L, S}, kFloat64)};
 }
+
+// The output of attention on views that `make_qkv` builds from fresh copies of `inputs`, and
+// the gradients of those copies for the upstream gradient `upstream`: through the fused
+// kernels (scaled_dot_product_attention) or the composed ops (the _with_weights form).
+template <class MakeQkv>
+std::vector<Tensor> attention_and_gradients(bool fused, const std::vector<Tensor>& inputs, MakeQkv make_qkv,
+                                            const AttentionOptions& options, const Tensor& upstream) {
+  std::vector<Tensor> leaves;
+  for (const Tensor& input : inputs) leaves.push_back(as_leaf(input));
+  const auto [q, k, v] = make_qkv(leaves);
+  manual_seed(5);
+  const Tensor out = fused ? scaled_dot_product_attention(q, k, v, options)
+                           : scaled_dot_product_attention_with_weights(q, k, v, options).output;
+  REQUIRE(out.grad_fn() != nullptr);
+  CHECK((out.grad_fn()->op == "attention") == fused);
+  sum(mul(out, upstream)).backward();
+  std::vector<Tensor> results{out.detach()};
+  for (const Tensor& leaf : leaves) results.push_back(leaf.grad());
+  return results;
+}
+
+template <class MakeQkv>
+void check_fused_matches_composed(const std::vector<Tensor>& inputs, MakeQkv make_qkv, const AttentionOptions& options,
+                                  double tolerance) {
+  std::vector<Tensor> probe;
+  for (const Tensor& input : inputs) probe.push_back(input.detach());
+  const auto [q, k, v] = make_qkv(probe);
+  Shape out_shape = q.sizes();
+  out_shape.back() = v.size(-1);
+  const Tensor upstream = randn(out_shape, TensorOptions(q.dtype()));
+  const std::vector<Tensor> fused = attention_and_gradients(true, inputs, make_qkv, options, upstream);
+  const std::vector<Tensor> composed = attention_and_gradients(false, inputs, make_qkv, options, upstream);
+  for (size_t i = 0; i < fused.size(); ++i) {
+    INFO("result " << i << " (0: output, then the inputs' gradients)");
+    check_close(fused[i], composed[i], tolerance, tolerance);
+  }
+}
+
+using Qkv = std::tuple<Tensor, Tensor, Tensor>;
 
 }  // namespace
 
@@ -129,8 +170,97 @@ TEST_CASE("attention dropout zeroes weights and rescales the rest, reproducibly"
   const Tensor expected_weights = dropout(plain.weights, 0.5);
   check_close(dropped.weights, expected_weights, 0.0, 0.0);
   check_close(dropped.output, matmul(expected_weights, v), 1e-6);
+  // The fused kernels draw the same mask; their products round differently.
   manual_seed(11);
-  check_close(scaled_dot_product_attention(q, k, v, options), dropped.output, 0.0, 0.0);
+  check_close(scaled_dot_product_attention(q, k, v, options), dropped.output, 1e-6);
+}
+
+TEST_CASE("fused attention kernels match the composed ops, forward and backward") {
+  auto as_given = [](const std::vector<Tensor>& x) { return Qkv{x[0], x[1], x[2]}; };
+  const std::vector<Tensor> three_d{randn({2, 3, 4}, kFloat64), randn({2, 5, 4}, kFloat64),
+                                    randn({2, 5, 6}, kFloat64)};
+  SUBCASE("no mask, and a custom scale") {
+    check_fused_matches_composed(three_d, as_given, {}, 1e-12);
+    AttentionOptions options;
+    options.scale = 0.3;
+    check_fused_matches_composed(three_d, as_given, options, 1e-12);
+  }
+  SUBCASE("causal, with fewer and with more queries than keys") {
+    AttentionOptions options;
+    options.is_causal = true;
+    check_fused_matches_composed(three_d, as_given, options, 1e-12);
+    check_fused_matches_composed({randn({2, 5, 4}, kFloat64), randn({2, 3, 4}, kFloat64), randn({2, 3, 2}, kFloat64)},
+                                 as_given, options, 1e-12);
+  }
+  SUBCASE("bool masks: [L, S], and [B, 1, 1, S] padding that leaves one sequence no key at all") {
+    AttentionOptions options;
+    options.attn_mask = gt(randn({3, 5}), -0.5);
+    check_fused_matches_composed(three_d, as_given, options, 1e-12);
+    // Sequence 1 is all padding: its rows are NaN in both forms, and its gradients 0.
+    AttentionOptions padding;
+    padding.attn_mask = tensor(std::vector<bool>{true, true, true, false, false, false, false, false, false, false},
+                               {2, 1, 1, 5});
+    const std::vector<Tensor> heads{randn({2, 2, 3, 4}, kFloat64), randn({2, 2, 5, 4}, kFloat64),
+                                    randn({2, 2, 5, 4}, kFloat64)};
+    check_fused_matches_composed(heads, as_given, padding, 1e-12);
+  }
+  SUBCASE("a float mask with -inf entries, broadcast over the batch") {
+    Tensor additive = randn({1, 3, 5}, kFloat64);
+    additive = masked_fill(additive, lt(additive, -1.0), -std::numeric_limits<double>::infinity());
+    AttentionOptions options;
+    options.attn_mask = additive;
+    check_fused_matches_composed(three_d, as_given, options, 1e-12);
+  }
+  SUBCASE("dropout draws the same mask in both forms") {
+    AttentionOptions options;
+    options.dropout_p = 0.3;
+    check_fused_matches_composed(three_d, as_given, options, 1e-12);
+    options.is_causal = true;
+    check_fused_matches_composed(three_d, as_given, options, 1e-12);
+  }
+  SUBCASE("heads split off one projection, as MultiHeadAttention does: the output needs no copy to merge") {
+    const int64_t batch = 3, length = 7, heads = 2, head_dim = 4;
+    auto split_heads = [&](const std::vector<Tensor>& x) {
+      auto split = [&](const Tensor& t) { return t.view({batch, length, heads, head_dim}).transpose(1, 2); };
+      return Qkv{split(x[0]), split(x[1]), split(x[2])};
+    };
+    const std::vector<Tensor> projections{randn({batch, length, heads * head_dim}, kFloat64),
+                                          randn({batch, length, heads * head_dim}, kFloat64),
+                                          randn({batch, length, heads * head_dim}, kFloat64)};
+    AttentionOptions options;
+    options.dropout_p = 0.2;
+    check_fused_matches_composed(projections, split_heads, options, 1e-12);
+    const auto [q, k, v] = split_heads(projections);
+    const Tensor out = scaled_dot_product_attention(q, k, v);
+    CHECK(out.transpose(1, 2).is_contiguous());
+  }
+  SUBCASE("operands BLAS reads transposed, and one it cannot read without a copy") {
+    auto strided = [](const std::vector<Tensor>& x) {
+      // k as the transpose of a [B, E, S] tensor; q every other column of a [B, L, 2E] tensor.
+      return Qkv{slice(x[0], 2, 0, std::nullopt, 2), x[1].transpose(1, 2), x[2]};
+    };
+    check_fused_matches_composed({randn({2, 3, 8}, kFloat64), randn({2, 4, 5}, kFloat64), randn({2, 5, 6}, kFloat64)},
+                                 strided, {}, 1e-12);
+  }
+  SUBCASE("float32, with enough matrices for one per thread") {
+    const std::vector<Tensor> many{randn({4, 4, 33, 16}), randn({4, 4, 40, 16}), randn({4, 4, 40, 8})};
+    AttentionOptions options;
+    options.dropout_p = 0.1;
+    options.attn_mask = gt(randn({4, 1, 33, 40}), -1.0);
+    check_fused_matches_composed(many, as_given, options, 1e-4);
+  }
+}
+
+TEST_CASE("the fused kernels give way to the composed ops where they do not apply") {
+  // A float mask that needs a gradient, and a k and v broadcast over q's batch.
+  Tensor mask = randn({3, 5});
+  mask.requires_grad_(true);
+  AttentionOptions options;
+  options.attn_mask = mask;
+  const Tensor q = randn({2, 3, 4}).requires_grad_(true), k = randn({2, 5, 4}), v = randn({2, 5, 6});
+  CHECK(scaled_dot_product_attention(q, k, v, options).grad_fn()->op != "attention");
+  CHECK(scaled_dot_product_attention(q, randn({1, 5, 4}), randn({1, 5, 6})).grad_fn()->op != "attention");
+  CHECK(scaled_dot_product_attention(q, k, v).grad_fn()->op == "attention");
 }
 
 TEST_CASE("attention passes gradcheck with bool mask, float mask, causal and dropout") {
@@ -162,6 +292,27 @@ TEST_CASE("attention passes gradcheck with bool mask, float mask, causal and dro
         AttentionOptions options;
         options.dropout_p = 0.4;
         manual_seed(3);  // the same dropout mask on every evaluation
+        return scaled_dot_product_attention(in[0], in[1], in[2], options);
+      },
+      inputs);
+  // Heads split off one projection with a padding mask, and a float mask that is a constant:
+  // both through the fused kernels.
+  const Tensor padding = tensor(std::vector<bool>{true, true, false, true, true, true, true, false}, {2, 1, 1, 4});
+  CHECK_GRADCHECK(
+      [&](const std::vector<Tensor>& in) {
+        auto split = [](const Tensor& t) { return t.view({2, 4, 2, 3}).transpose(1, 2); };
+        AttentionOptions options;
+        options.attn_mask = padding;
+        options.dropout_p = 0.25;
+        manual_seed(4);
+        return scaled_dot_product_attention(split(in[0]), split(in[1]), split(in[2]), options);
+      },
+      (std::vector<Tensor>{leaf({2, 4, 6}), leaf({2, 4, 6}), leaf({2, 4, 6})}));
+  const Tensor constant_mask = randn({3, 4}, kFloat64);
+  CHECK_GRADCHECK(
+      [&](const std::vector<Tensor>& in) {
+        AttentionOptions options;
+        options.attn_mask = constant_mask;
         return scaled_dot_product_attention(in[0], in[1], in[2], options);
       },
       inputs);

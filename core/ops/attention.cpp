@@ -1,10 +1,18 @@
-// Scaled dot-product attention composed of ember ops (matmul, masked_fill, softmax, dropout),
-// so its backward is theirs, correct under any mask and under dropout:
-//   weights = dropout(softmax(q k^T * scale + mask)),  output = weights v
+// Scaled dot-product attention, weights = dropout(softmax(q k^T * scale + mask)) and
+// output = weights v, in two forms: one node that runs the fused kernels, and a composition
+// of ember ops (matmul, masked_fill, softmax, dropout) whose backward is theirs, for what the
+// fused kernels do not cover. The CPU's fused kernels are in attention_cpu.cpp.
 #include "core/ops/attention.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
+#include <numeric>
+
+#include "core/autograd/record.h"
+#include "core/cpu/blas.h"
+#include "core/ops/copy.h"
 
 #include "core/ops/dropout.h"
 #include "core/ops/elementwise.h"
@@ -15,7 +23,26 @@
 #include "core/ops/views.h"
 
 namespace ember {
+namespace kernels {
+constinit KernelTable<void(const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                           const AttentionArgs& args)>
+    attention{"attention"};
+constinit KernelTable<void(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v, const Tensor& grad_out,
+                           const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
+                           const AttentionArgs& args)>
+    attention_backward{"attention_backward"};
+}  // namespace kernels
+
 namespace {
+
+// The scores' shape [*batch, L, S], the batch dims of q and k broadcast together.
+Shape scores_shape_of(const Tensor& q, const Tensor& k) {
+  Shape shape = broadcast_shapes(Shape(q.sizes().begin(), q.sizes().end() - 2),
+                                 Shape(k.sizes().begin(), k.sizes().end() - 2), "scaled_dot_product_attention");
+  shape.push_back(q.size(-2));
+  shape.push_back(k.size(-2));
+  return shape;
+}
 
 void check_attention_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
   EMBER_CHECK(q.defined() && k.defined() && v.defined(), "scaled_dot_product_attention: q, k or v is undefined");
@@ -38,23 +65,20 @@ void check_attention_inputs(const Tensor& q, const Tensor& k, const Tensor& v, c
   EMBER_CHECK(!options.is_causal, "scaled_dot_product_attention: pass either attn_mask or is_causal, not both");
   EMBER_CHECK(mask.dtype() == kBool || mask.dtype() == q.dtype(),
               "scaled_dot_product_attention: attn_mask must be bool or {} like q, got {}", q.dtype(), mask.dtype());
-  // Scores are [batch..., L, S], the batch dims of q and k broadcast together.
-  Shape scores_shape = broadcast_shapes(Shape(q.sizes().begin(), q.sizes().end() - 2),
-                                        Shape(k.sizes().begin(), k.sizes().end() - 2), "scaled_dot_product_attention");
-  scores_shape.push_back(q.size(-2));
-  scores_shape.push_back(k.size(-2));
+  const Shape scores_shape = scores_shape_of(q, k);
   EMBER_CHECK(is_broadcastable_to(mask.sizes(), scores_shape),
               "scaled_dot_product_attention: attn_mask of shape {} does not broadcast to the scores' shape {}",
               shape_str(mask.sizes()), shape_str(scores_shape));
 }
 
-}  // namespace
+double scale_of(const Tensor& q, const AttentionOptions& options) {
+  return options.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+}
 
-AttentionResult scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                          const AttentionOptions& options) {
-  check_attention_inputs(q, k, v, options);
+AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const AttentionOptions& options) {
   const int64_t target_length = q.size(-2), source_length = k.size(-2);
-  const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  const double scale = scale_of(q, options);
   const double minus_infinity = -std::numeric_limits<double>::infinity();
 
   Tensor scores = mul(matmul(q, transpose(k, -2, -1)), scale);  // [..., L, S]
@@ -77,9 +101,113 @@ AttentionResult scaled_dot_product_attention_with_weights(const Tensor& q, const
   return AttentionResult{matmul(weights, v), weights};
 }
 
+// Whether the fused kernels cover this call: the device has them, q, k and v share their
+// batch dims (a broadcast k or v would need its gradient summed), no input is empty, the
+// matrix dims fit BLAS's int, and a float mask needs no gradient.
+bool fused_kernels_apply(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
+  if (!kernels::attention.has(q.device())) return false;
+  if (q.dim() != k.dim() || q.dim() != v.dim()) return false;
+  for (int64_t d = 0; d + 2 < q.dim(); ++d) {
+    if (q.size(d) != k.size(d) || q.size(d) != v.size(d)) return false;
+  }
+  if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return false;
+  for (const int64_t size : {q.size(-2), q.size(-1), k.size(-2), v.size(-1)}) {
+    if (size > INT_MAX / 2) return false;
+  }
+  const Tensor& mask = options.attn_mask;
+  return !(mask.defined() && mask.requires_grad() && GradMode::is_enabled());
+}
+
+// x itself when BLAS can read its matrices (with a leading dimension in int range), else a
+// contiguous copy.
+Tensor blas_readable(const Tensor& x) {
+  const std::optional<cpu::MatrixLayout> layout = cpu::matrix_layout(x);
+  return layout && layout->ld <= INT_MAX ? x : contiguous(x);
+}
+
+// An uninitialised tensor of `sizes` whose dims lie in memory in the order of `like`'s strides,
+// when that order keeps the last dim innermost (else row-major). Attention over heads split
+// off as a view, q [B, H, L, E] over [B, L, H * E], then gives its output and gradients in
+// [B, L, H * E] order too, and merging the heads again costs no copy.
+Tensor empty_in_layout_of(const Tensor& like, const Shape& sizes) {
+  const int64_t rank = like.dim();
+  std::vector<int64_t> order(rank);
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return like.strides()[a] > like.strides()[b]; });
+  const Tensor block = make_tensor({numel_of(sizes)}, like.dtype(), like.device());
+  if (order.back() != rank - 1) return block.view(sizes);
+  Shape strides(rank);
+  int64_t stride = 1;
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    strides[order[i]] = stride;
+    stride *= sizes[order[i]];
+  }
+  return make_view(block, sizes, strides, 0);
+}
+
+Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const AttentionOptions& options) {
+  kernels::AttentionArgs args;
+  args.is_causal = options.is_causal;
+  args.scale = scale_of(q_in, options);
+  args.dropout_p = options.dropout_p;
+  const Shape scores_shape = scores_shape_of(q_in, k_in);
+  const int64_t batch = numel_of(Shape(scores_shape.begin(), scores_shape.end() - 2));
+  const int64_t target_length = q_in.size(-2), source_length = k_in.size(-2), embed = q_in.size(-1),
+                value_embed = v_in.size(-1);
+  Tensor q, k, v, out, probs;
+  {
+    NoGradGuard no_grad;
+    q = blas_readable(q_in);
+    k = blas_readable(k_in);
+    v = blas_readable(v_in);
+    if (options.attn_mask.defined()) args.mask = expand(options.attn_mask, scores_shape);
+    // The same draw as dropout() on the weights makes: the two forms drop the same weights.
+    if (args.dropout_p > 0.0) {
+      args.dropout_state = Generator::global().reserve((static_cast<uint64_t>(numel_of(scores_shape)) + 3) / 4);
+    }
+    Shape out_shape = q.sizes();
+    out_shape.back() = value_embed;
+    out = empty_in_layout_of(q, out_shape);
+    probs = make_tensor(scores_shape, q.dtype(), q.device());
+  }
+  const double products = static_cast<double>(batch) * target_length * source_length;
+  if (profiler::is_on()) profiler::add_flops("attention", 2.0 * products * static_cast<double>(embed + value_embed));
+  kernels::attention[q.device()](out, probs, q, k, v, args);
+
+  const bool need_q = q_in.requires_grad(), need_k = k_in.requires_grad(), need_v = v_in.requires_grad();
+  return autograd::record(
+      "attention", out, {q_in, k_in, v_in},
+      [sq = autograd::save(q), sk = autograd::save(k), sv = autograd::save(v), sp = autograd::save(probs), args,
+       need_q, need_k, need_v, products, embed, value_embed](const Tensor& grad) {
+        const Tensor &q = sq.get(), &k = sk.get(), &v = sv.get();
+        const Tensor grad_out = blas_readable(grad);
+        const Tensor grad_q = need_q ? empty_in_layout_of(q, q.sizes()) : Tensor();
+        const Tensor grad_k = need_k ? empty_in_layout_of(k, k.sizes()) : Tensor();
+        const Tensor grad_v = need_v ? empty_in_layout_of(v, v.sizes()) : Tensor();
+        if (profiler::is_on()) {
+          // dP = dO v^T, then dV = P^T dO, dQ = dS k and dK = dS^T q for the ones needed.
+          const double count = value_embed + (need_v ? value_embed : 0) + (need_q ? embed : 0) + (need_k ? embed : 0);
+          profiler::add_flops("attention_backward", 2.0 * products * count);
+        }
+        kernels::attention_backward[grad_out.device()](grad_q, grad_k, grad_v, grad_out, q, k, v, sp.get(), args);
+        return autograd::grads(grad_q, grad_k, grad_v);
+      });
+}
+
+}  // namespace
+
+AttentionResult scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                          const AttentionOptions& options) {
+  check_attention_inputs(q, k, v, options);
+  return composed_attention(q, k, v, options);
+}
+
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options) {
-  return scaled_dot_product_attention_with_weights(q, k, v, options).output;
+  check_attention_inputs(q, k, v, options);
+  if (fused_kernels_apply(q, k, v, options)) return fused_attention(q, k, v, options);
+  return composed_attention(q, k, v, options).output;
 }
 
 }  // namespace ember

@@ -1,9 +1,18 @@
 // Scaled dot-product attention: softmax(q k^T / sqrt(d) + mask) v, with optional dropout on
 // the attention weights. One op with a correct backward under masks and dropout.
+//
+// Where a device has the fused kernels (the CPU does), scaled_dot_product_attention is one
+// graph node: each matrix of the batch goes through its scores, mask, softmax, dropout and
+// product with v in one pass while it is in cache, and the backward likewise. Elsewhere, and
+// where the fused kernels do not apply (q, k and v with different batch dims, a float mask
+// that needs a gradient, an empty input), it is composed of matmul, masked_fill, softmax
+// and dropout, whose backward is theirs. Both draw the same dropout mask.
 #pragma once
 
 #include <optional>
 
+#include "core/dispatch.h"
+#include "core/random.h"
 #include "core/tensor.h"
 
 namespace ember {
@@ -25,8 +34,32 @@ struct AttentionResult {
 // q [..., L, E], k [..., S, E], v [..., S, Ev]; leading dims broadcast as in matmul.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options = {});
-// The same, also returning the attention weights (for visualisation).
+// The same, also returning the attention weights (for visualisation). The weights are part
+// of the graph, so this is always the composed form.
 AttentionResult scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v,
                                                           const AttentionOptions& options = {});
+
+namespace kernels {
+// What the fused kernels take besides the tensors.
+struct AttentionArgs {
+  Tensor mask;             // bool (true = may attend) or additive, expanded to [*batch, L, S]; or undefined
+  bool is_causal = false;  // mask out key j > query i
+  double scale = 1.0;
+  double dropout_p = 0.0;
+  PhiloxState dropout_state;  // the draw of the dropout op on the [*batch, L, S] weights
+};
+// q [*batch, L, E], k [*batch, S, E], v [*batch, S, Ev], every matrix readable by BLAS. Writes
+// probs [*batch, L, S] (contiguous: the softmax before dropout, which backward needs) and
+// out [*batch, L, Ev] (any strides with a unit-stride last dim).
+extern KernelTable<void(const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const AttentionArgs& args)>
+    attention;
+// The gradients of q, k and v (each undefined when not needed; laid out as out is) from
+// grad_out (BLAS-readable) and the forward's inputs and probs.
+extern KernelTable<void(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v, const Tensor& grad_out,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
+                        const AttentionArgs& args)>
+    attention_backward;
+}  // namespace kernels
 
 }  // namespace ember

@@ -2,7 +2,6 @@
 // Operands reach BLAS without copies whenever each matrix is row- or column-contiguous.
 #include "core/ops/matmul.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <climits>
@@ -10,6 +9,7 @@
 #include <optional>
 
 #include "core/autograd/record.h"
+#include "core/cpu/blas.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/reduce.h"
@@ -23,30 +23,10 @@ constinit KernelTable<void(const Tensor& out, const Tensor& a, const Tensor& b, 
 
 namespace {
 
-// How a BLAS reads a matrix held in the last two dims of a tensor: row-major with leading
-// dimension `ld`, or (transposed) as the row-major matrix of its transpose.
-struct MatrixLayout {
-  bool transposed;
-  int64_t ld;
-};
-
-// The layout of a [rows, cols] matrix with these strides, if a BLAS can take it without a copy.
-// A size-1 dim's stride is meaningless, so it never disqualifies a matrix.
-std::optional<MatrixLayout> matrix_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
-  const int64_t min_row_ld = std::max<int64_t>(cols, 1), min_col_ld = std::max<int64_t>(rows, 1);
-  if ((cols == 1 || col_stride == 1) && (rows == 1 || row_stride >= min_row_ld)) {
-    return MatrixLayout{false, rows == 1 ? min_row_ld : row_stride};
-  }
-  if ((rows == 1 || row_stride == 1) && (cols == 1 || col_stride >= min_col_ld)) {
-    return MatrixLayout{true, cols == 1 ? min_col_ld : col_stride};
-  }
-  return std::nullopt;
-}
-
-std::optional<MatrixLayout> matrix_layout(const Tensor& x) {
-  const int64_t r = x.dim();
-  return matrix_layout(x.sizes()[r - 2], x.sizes()[r - 1], x.strides()[r - 2], x.strides()[r - 1]);
-}
+using cpu::batch_offsets;
+using cpu::blas_gemm;
+using cpu::matrix_layout;
+using cpu::MatrixLayout;
 
 // x itself when BLAS can read its matrices, else a contiguous copy (call without grad).
 Tensor blas_operand(const Tensor& x) { return matrix_layout(x) ? x : contiguous(x); }
@@ -95,18 +75,6 @@ std::optional<Tensor> fold_batch_into_rows(const Tensor& x) {
 
 // --- the CPU kernel -------------------------------------------------------------------------
 
-void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-               const float* b, int ldb, float beta, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
-              alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double* a, int lda,
-               const double* b, int ldb, double beta, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
-              alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
 // When to split a batch across threads, one single-threaded gemm per matrix, instead of
 // running the gemms one after another on BLAS's own threads. OpenBLAS runs a gemm of up to
 // 64^3 multiply-adds on one thread anyway; up to 256^3 its threading gained less than
@@ -114,25 +82,6 @@ void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, co
 constexpr int64_t kSingleThreadedGemm = 64 * 64 * 64;
 constexpr int64_t kBatchSplitGemm = 256 * 256 * 256;
 constexpr int64_t kBatchSplitMinWork = 1 << 17;
-
-// Element offsets of every matrix of x [*batch, r, c] over the batch, in row-major batch order.
-std::vector<int64_t> batch_offsets(const Tensor& x) {
-  const int64_t batch_rank = x.dim() - 2;
-  const int64_t count = numel_of(batch_of(x));
-  std::vector<int64_t> offsets(count);
-  Shape index(batch_rank, 0);
-  int64_t offset = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    offsets[i] = offset;
-    for (int64_t d = batch_rank - 1; d >= 0; --d) {
-      offset += x.strides()[d];
-      if (++index[d] < x.sizes()[d]) break;
-      offset -= x.strides()[d] * x.sizes()[d];
-      index[d] = 0;
-    }
-  }
-  return offsets;
-}
 
 void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
   const int64_t rank = out.dim();

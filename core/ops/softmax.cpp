@@ -9,6 +9,7 @@
 
 #include "core/autograd/record.h"
 #include "core/cpu/row_loops.h"
+#include "core/cpu/softmax_row.h"
 #include "core/cpu/vector_math.h"
 #include "core/dispatch.h"
 #include "core/ops/copy.h"
@@ -24,39 +25,6 @@ constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, const Ten
 }  // namespace kernels
 
 namespace {
-
-// One contiguous row. `next_x` and `next_out` are the row after it (nullptr for none),
-// prefetched during the exp pass: the input for reading, the output for writing (a store to
-// a line not in cache would otherwise stall on fetching it). A row of all -inf has max -inf,
-// so x - max is NaN and the row becomes NaN, as in PyTorch; with a finite max, -inf entries
-// give exactly 0 (and -inf for log).
-template <class T>
-void softmax_row(T* out, const T* x, const T* next_x, T* next_out, int64_t n, bool log) {
-  const T max = cpu::row_max(x, n);
-  auto prefetch_next = [&](int64_t i) {
-    if (next_x == nullptr) return;
-    __builtin_prefetch(next_x + i);
-    __builtin_prefetch(next_out + i, 1);
-  };
-  if (log) {
-    const T sum =
-        cpu::sum_over_row<T>(n, prefetch_next, [&](int64_t i) { return cpu::exp_nonpositive<T>(x[i] - max); });
-    // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds to the spacing of
-    // max, which is 1e-3 for float32 logits of 1e4.
-    const T log_sum = std::log(sum);
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - max) - log_sum;
-  } else {
-    const T sum = cpu::sum_over_row<T>(n, prefetch_next, [&](int64_t i) {
-      const T e = cpu::exp_nonpositive<T>(x[i] - max);
-      out[i] = e;
-      return e;
-    });
-    const T inverse = T(1) / sum;
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) out[i] *= inverse;
-  }
-}
 
 // The strided case: a block of `width` neighbouring columns of one outer slice, each column
 // a softmax along n with stride `inner`. Rows of the block are unit-stride, so every pass
@@ -128,7 +96,7 @@ void softmax_cpu(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, i
     for_each_slice(
         outer, n, inner,
         [&](int64_t offset, bool has_next) {
-          softmax_row(result + offset, in + offset, has_next ? in + offset + n : nullptr,
+          cpu::softmax_row(result + offset, in + offset, has_next ? in + offset + n : nullptr,
                       has_next ? result + offset + n : nullptr, n, log);
         },
         [&](int64_t offset, int64_t width) {

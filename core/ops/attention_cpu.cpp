@@ -1,0 +1,236 @@
+// The fused CPU kernels of scaled_dot_product_attention.
+//
+// Composed of ops, attention makes a pass over memory for every step: the scores, their
+// scaling, the mask, the softmax, the dropout, each a [*batch, L, S] tensor written out and
+// read back, and as many again in backward. Fused, each matrix of the batch (one head of one
+// sequence) goes through all of them on one thread while its L x S scores are in that core's
+// cache, and only the softmax (which backward needs) is written out. The matrix products
+// are single-threaded BLAS calls, one matrix per thread, as matmul runs a batch of small
+// products.
+//
+// Forward, for each matrix:   P = softmax(scale q k^T + mask),  W = P * keep / (1 - p),  out = W v
+// Backward, from dO:          dV = W^T dO,  dW = dO v^T,  dP = dW * keep / (1 - p),
+//                             dS = P * (dP - rowsum(dP * P)) (0 where masked),
+//                             dQ = scale dS k,  dK = scale dS^T q
+// The dropout mask is not stored: both passes draw it again, as the dropout op does.
+#include <omp.h>
+
+#include <limits>
+#include <vector>
+
+#include "core/cpu/blas.h"
+#include "core/cpu/softmax_row.h"
+#include "core/ops/attention.h"
+#include "core/random.h"
+
+namespace ember {
+namespace {
+
+// One operand of the batch: where each of its matrices starts and how BLAS reads them.
+template <class T>
+struct BatchOperand {
+  T* data = nullptr;
+  std::vector<int64_t> offsets;
+  cpu::MatrixLayout layout{false, 0};
+
+  BatchOperand() = default;
+  explicit BatchOperand(const Tensor& x)
+      : data(x.data_ptr<T>()), offsets(cpu::batch_offsets(x)), layout(*cpu::matrix_layout(x)) {}
+
+  T* matrix(int64_t i) const { return data + offsets[i]; }
+  bool transposed() const { return layout.transposed; }
+  int64_t ld() const { return layout.ld; }
+};
+
+// Which scores a row keeps: the causal triangle, a bool mask's true entries, or all of them
+// (an additive mask keeps every score and shifts it).
+template <class T>
+class RowMask {
+ public:
+  explicit RowMask(const kernels::AttentionArgs& args) : causal_(args.is_causal) {
+    const Tensor& mask = args.mask;
+    if (!mask.defined()) return;
+    offsets_ = cpu::batch_offsets(mask);
+    row_stride_ = mask.strides()[mask.dim() - 2];
+    column_stride_ = mask.strides()[mask.dim() - 1];
+    if (mask.dtype() == kBool) {
+      allowed_ = mask.data_ptr<bool>();
+    } else {
+      added_ = mask.data_ptr<T>();
+    }
+  }
+
+  // Applies the mask to row i of matrix n of the scores: -inf where a key may not be seen,
+  // the additive mask's value added elsewhere.
+  void apply(T* scores, int64_t n, int64_t i, int64_t length) const {
+    const T minus_infinity = -std::numeric_limits<T>::infinity();
+    if (causal_) {
+      for (int64_t j = i + 1; j < length; ++j) scores[j] = minus_infinity;
+    } else if (allowed_ != nullptr) {
+      const bool* allowed = allowed_ + offsets_[n] + i * row_stride_;
+      for (int64_t j = 0; j < length; ++j) {
+        if (!allowed[j * column_stride_]) scores[j] = minus_infinity;
+      }
+    } else if (added_ != nullptr) {
+      const T* added = added_ + offsets_[n] + i * row_stride_;
+      for (int64_t j = 0; j < length; ++j) scores[j] += added[j * column_stride_];
+    }
+  }
+
+  // Zeroes the gradient of the scores that the mask replaced by -inf (masked_fill's backward:
+  // a fully masked row, NaN in forward, gets a zero gradient).
+  void zero_masked(T* grad, int64_t n, int64_t i, int64_t length) const {
+    if (causal_) {
+      for (int64_t j = i + 1; j < length; ++j) grad[j] = 0;
+    } else if (allowed_ != nullptr) {
+      const bool* allowed = allowed_ + offsets_[n] + i * row_stride_;
+      for (int64_t j = 0; j < length; ++j) {
+        if (!allowed[j * column_stride_]) grad[j] = 0;
+      }
+    }
+  }
+
+ private:
+  bool causal_;
+  const bool* allowed_ = nullptr;  // a bool mask
+  const T* added_ = nullptr;       // an additive mask
+  std::vector<int64_t> offsets_;
+  int64_t row_stride_ = 0, column_stride_ = 0;
+};
+
+// C = alpha op(A) op(B) for one matrix of the batch (dims checked to fit BLAS's int by the op).
+template <class T>
+void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+             const T* b, int64_t ldb, T* c, int64_t ldc) {
+  cpu::blas_gemm(trans_a, trans_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+                 static_cast<int>(lda), b, static_cast<int>(ldb), T(0), c, static_cast<int>(ldc));
+}
+
+// factors[j] = 1 / (1 - p) if the dropout op keeps element first + j of the weights, else 0:
+// word (first + j) of the draw, as apply_dropout_mask_cpu reads it.
+template <class T>
+void dropout_factors(const PhiloxState& state, int64_t first, int64_t count, double p, T* factors) {
+  constexpr int kBlock = 16;
+  alignas(64) uint32_t words[4 * kBlock];
+  const float threshold = static_cast<float>(p);
+  const T keep_scale = static_cast<T>(1.0 / (1.0 - p));
+  for (int64_t done = 0; done < count;) {
+    const int64_t element = first + done;
+    const int64_t counter = element / 4;
+    philox4x32_block<kBlock>(state.seed, state.offset + static_cast<uint64_t>(counter), words);
+    const int64_t skip = element - 4 * counter;
+    const int64_t take = std::min<int64_t>(4 * kBlock - skip, count - done);
+    for (int64_t j = 0; j < take; ++j) {
+      factors[done + j] = static_cast<T>(uniform_float(words[skip + j]) >= threshold) * keep_scale;
+    }
+    done += take;
+  }
+}
+
+// Runs body(n, scratch) for each of `count` matrices: one matrix per thread with BLAS
+// single-threaded inside, when there are enough matrices and work to share; otherwise one
+// after another, BLAS using its own threads. Each thread gets `scratch_size` elements of
+// scratch from ember's caching allocator.
+template <class T, class Body>
+void for_each_matrix(int64_t count, int64_t work_per_matrix, int64_t scratch_size, Body body) {
+  constexpr int64_t kMinWorkToSplit = 1 << 15;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const bool split = threads > 1 && count >= threads && count * work_per_matrix >= kMinWorkToSplit;
+  const int teams = split ? threads : 1;
+  const Tensor scratch = make_tensor({std::max<int64_t>(teams * scratch_size, 1)}, dtype_of<T>(), Device());
+  T* const scratch_data = scratch.data_ptr<T>();
+#pragma omp parallel for if (split) num_threads(teams) schedule(static)
+  for (int64_t n = 0; n < count; ++n) body(n, scratch_data + omp_get_thread_num() * scratch_size);
+}
+
+void attention_cpu(const Tensor& out, const Tensor& probs, const Tensor& q_tensor, const Tensor& k_tensor,
+                   const Tensor& v_tensor, const kernels::AttentionArgs& args) {
+  visit_floating(q_tensor.dtype(), "attention", [&]<class T>() {
+    const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), o(out);
+    const RowMask<T> mask(args);
+    const int64_t L = q_tensor.size(-2), E = q_tensor.size(-1), S = k_tensor.size(-2), Ev = v_tensor.size(-1);
+    const bool dropout = args.dropout_p > 0.0;
+    T* const all_probs = probs.data_ptr<T>();
+    const int64_t matrices = static_cast<int64_t>(q.offsets.size());
+    for_each_matrix<T>(matrices, L * S * (E + Ev), dropout ? L * S : 0, [&](int64_t n, T* weights) {
+      T* const p = all_probs + n * L * S;
+      product(q.transposed(), !k.transposed(), L, S, E, static_cast<T>(args.scale), q.matrix(n), q.ld(), k.matrix(n),
+              k.ld(), p, S);
+      for (int64_t i = 0; i < L; ++i) {
+        mask.apply(p + i * S, n, i, S);
+        cpu::softmax_row<T>(p + i * S, p + i * S, nullptr, nullptr, S, /*log=*/false);
+      }
+      if (dropout) {
+        dropout_factors(args.dropout_state, n * L * S, L * S, args.dropout_p, weights);
+#pragma omp simd
+        for (int64_t e = 0; e < L * S; ++e) weights[e] *= p[e];
+      }
+      product(false, v.transposed(), L, Ev, S, T(1), dropout ? weights : p, S, v.matrix(n), v.ld(), o.matrix(n),
+              o.ld());
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::attention, DeviceType::CPU, attention_cpu);
+
+void attention_backward_cpu(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
+                            const Tensor& grad_out, const Tensor& q_tensor, const Tensor& k_tensor,
+                            const Tensor& v_tensor, const Tensor& probs, const kernels::AttentionArgs& args) {
+  visit_floating(q_tensor.dtype(), "attention_backward", [&]<class T>() {
+    const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), d_out(grad_out);
+    const BatchOperand<T> d_q = grad_q.defined() ? BatchOperand<T>(grad_q) : BatchOperand<T>();
+    const BatchOperand<T> d_k = grad_k.defined() ? BatchOperand<T>(grad_k) : BatchOperand<T>();
+    const BatchOperand<T> d_v = grad_v.defined() ? BatchOperand<T>(grad_v) : BatchOperand<T>();
+    const RowMask<T> mask(args);
+    const int64_t L = q_tensor.size(-2), E = q_tensor.size(-1), S = k_tensor.size(-2), Ev = v_tensor.size(-1);
+    const bool dropout = args.dropout_p > 0.0;
+    const bool need_scores = grad_q.defined() || grad_k.defined();
+    const T* const all_probs = probs.data_ptr<T>();
+    const T scale = static_cast<T>(args.scale);
+    const int64_t matrices = static_cast<int64_t>(q.offsets.size());
+    // Scratch: the scores' gradient, and with dropout the keep factors and the weights.
+    const int64_t scratch = L * S * (dropout ? 3 : 1);
+    for_each_matrix<T>(matrices, L * S * 2 * (E + Ev), scratch, [&](int64_t n, T* buffer) {
+      const T* const p = all_probs + n * L * S;
+      T* const grad_scores = buffer;
+      T* const factors = buffer + L * S;
+      T* const weights = buffer + 2 * L * S;
+      if (dropout) {
+        dropout_factors(args.dropout_state, n * L * S, L * S, args.dropout_p, factors);
+#pragma omp simd
+        for (int64_t e = 0; e < L * S; ++e) weights[e] = p[e] * factors[e];
+      }
+      if (grad_v.defined()) {
+        product(true, d_out.transposed(), S, Ev, L, T(1), dropout ? weights : p, S, d_out.matrix(n), d_out.ld(),
+                d_v.matrix(n), d_v.ld());
+      }
+      if (!need_scores) return;
+      product(d_out.transposed(), !v.transposed(), L, S, Ev, T(1), d_out.matrix(n), d_out.ld(), v.matrix(n), v.ld(),
+              grad_scores, S);
+      for (int64_t i = 0; i < L; ++i) {
+        T* const g = grad_scores + i * S;
+        const T* const p_row = p + i * S;
+        if (dropout) {
+          const T* const f = factors + i * S;
+#pragma omp simd
+          for (int64_t j = 0; j < S; ++j) g[j] *= f[j];
+        }
+        T dot = 0;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t j = 0; j < S; ++j) dot += g[j] * p_row[j];
+#pragma omp simd
+        for (int64_t j = 0; j < S; ++j) g[j] = p_row[j] * (g[j] - dot);
+        mask.zero_masked(g, n, i, S);
+      }
+      if (grad_q.defined()) {
+        product(false, k.transposed(), L, E, S, scale, grad_scores, S, k.matrix(n), k.ld(), d_q.matrix(n), d_q.ld());
+      }
+      if (grad_k.defined()) {
+        product(true, q.transposed(), S, E, L, scale, grad_scores, S, q.matrix(n), q.ld(), d_k.matrix(n), d_k.ld());
+      }
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::attention_backward, DeviceType::CPU, attention_backward_cpu);
+
+}  // namespace
+}  // namespace ember
