@@ -59,6 +59,15 @@ void BM_Gelu(benchmark::State& state) {
 }
 BENCHMARK(BM_Gelu)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// Inverted dropout with p = 0.1: reads x, writes the output; its mask comes from Philox
+// counters computed on the fly (one 4-word draw per 4 elements), which must keep up.
+void BM_Dropout(benchmark::State& state) {
+  const Tensor x = randn({kRows, kCols});
+  for (auto _ : state) benchmark::DoNotOptimize(dropout(x, 0.1));
+  set_bytes(state, 2 * kTensorBytes);
+}
+BENCHMARK(BM_Dropout)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 // The fused backward: reads the output gradient and x, writes the input gradient.
 void BM_GeluBackward(benchmark::State& state) {
   Tensor x = randn({kRows, kCols});

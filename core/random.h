@@ -14,6 +14,7 @@
 #define EMBER_HOST_DEVICE
 #endif
 
+
 namespace ember {
 
 // Makes every later random op (rand, randn, randint, dropout, parameter init) repeatable.
@@ -43,7 +44,7 @@ class Generator {
 
 // Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", 2011): four
 // random 32-bit words for (key, counter). Ten rounds of two 32x32->64-bit products; inline so
-// that kernels drawing many counters at once (philox4x32_block) compile to vector code.
+// that CPU kernels drawing many counters at once (core/cpu/philox_block.h) can vectorise it.
 EMBER_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter) {
   constexpr uint32_t kMultiplier0 = 0xD2511F53u, kMultiplier1 = 0xCD9E8D57u;
   constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
@@ -62,37 +63,6 @@ EMBER_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32(uint64_t key, uint64
     k1 += kWeyl1;
   }
   return {c0, c1, c2, c3};
-}
-
-// The words of kBlock consecutive counters, first_counter onwards, in stream order:
-// words[4 * j + w] is word w of counter first_counter + j, i.e. random_word(i) for
-// i = 4 * first_counter + 4 * j + w. The same numbers as kBlock calls of philox4x32, computed
-// with the counters side by side in vector lanes.
-template <int kBlock>
-inline void philox4x32_block(uint64_t key, uint64_t first_counter, uint32_t* words) {
-  constexpr uint32_t kMultiplier0 = 0xD2511F53u, kMultiplier1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-  for (int j = 0; j < kBlock; ++j) {
-    const uint64_t counter = first_counter + static_cast<uint64_t>(j);
-    uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
-    uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
-    for (int round = 0; round < 10; ++round) {
-      const uint64_t product0 = static_cast<uint64_t>(kMultiplier0) * c0;
-      const uint64_t product1 = static_cast<uint64_t>(kMultiplier1) * c2;
-      const uint32_t next0 = static_cast<uint32_t>(product1 >> 32) ^ c1 ^ k0;
-      const uint32_t next2 = static_cast<uint32_t>(product0 >> 32) ^ c3 ^ k1;
-      c1 = static_cast<uint32_t>(product1);
-      c3 = static_cast<uint32_t>(product0);
-      c0 = next0;
-      c2 = next2;
-      k0 += kWeyl0;
-      k1 += kWeyl1;
-    }
-    words[4 * j] = c0;
-    words[4 * j + 1] = c1;
-    words[4 * j + 2] = c2;
-    words[4 * j + 3] = c3;
-  }
 }
 
 // Random word `i` of a draw: word i % 4 of counter offset + i / 4.

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "core/cpu/blas.h"
+#include "core/cpu/philox_block.h"
 #include "core/cpu/softmax_row.h"
 #include "core/ops/attention.h"
-#include "core/random.h"
 
 namespace ember {
 namespace {
@@ -110,7 +110,7 @@ void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alph
 // word (first + j) of the draw, as apply_dropout_mask_cpu reads it.
 template <class T>
 void dropout_factors(const PhiloxState& state, int64_t first, int64_t count, double p, T* factors) {
-  constexpr int kBlock = 16;
+  constexpr int kBlock = 64;
   alignas(64) uint32_t words[4 * kBlock];
   const float threshold = static_cast<float>(p);
   const T keep_scale = static_cast<T>(1.0 / (1.0 - p));

@@ -13,6 +13,7 @@
 #include "core/ops/dropout.h"
 
 #include "core/autograd/record.h"
+#include "core/cpu/philox_block.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/parallel.h"
@@ -38,7 +39,7 @@ void apply_dropout_mask_cpu(const Tensor& out, const Tensor& x, double p, Philox
     const int64_t counters = (numel + 3) / 4;
     // Blocks of kBlock counters (4 * kBlock elements): Philox runs across the block's counters
     // in vector lanes, then the mask is applied to the block's elements in order.
-    constexpr int kBlock = 16;
+    constexpr int kBlock = 64;
     const int64_t blocks = (counters + kBlock - 1) / kBlock;
     parallel_for(blocks, 4, [&](int64_t begin, int64_t end) {
       const T keep_scale = scale;  // a local: the compiler may not re-read it from the closure
