@@ -52,6 +52,9 @@ void check_attention_inputs(const Tensor& q, const Tensor& k, const Tensor& v, c
   EMBER_CHECK(is_floating_point(q.dtype()) && q.dtype() == k.dtype() && q.dtype() == v.dtype(),
               "scaled_dot_product_attention: q, k and v must share one floating dtype, got {}, {} and {}", q.dtype(),
               k.dtype(), v.dtype());
+  EMBER_CHECK(q.device() == k.device() && q.device() == v.device(),
+              "scaled_dot_product_attention: q, k and v must be on one device, got {}, {} and {}", q.device(),
+              k.device(), v.device());
   EMBER_CHECK(q.size(-1) == k.size(-1),
               "scaled_dot_product_attention: q of shape {} and k of shape {} differ in the embedding dim ({} != {})",
               shape_str(q.sizes()), shape_str(k.sizes()), q.size(-1), k.size(-1));
@@ -63,6 +66,8 @@ void check_attention_inputs(const Tensor& q, const Tensor& k, const Tensor& v, c
   const Tensor& mask = options.attn_mask;
   if (!mask.defined()) return;
   EMBER_CHECK(!options.is_causal, "scaled_dot_product_attention: pass either attn_mask or is_causal, not both");
+  EMBER_CHECK(mask.device() == q.device(), "scaled_dot_product_attention: attn_mask is on {} but q is on {}",
+              mask.device(), q.device());
   EMBER_CHECK(mask.dtype() == kBool || mask.dtype() == q.dtype(),
               "scaled_dot_product_attention: attn_mask must be bool or {} like q, got {}", q.dtype(), mask.dtype());
   const Shape scores_shape = scores_shape_of(q, k);

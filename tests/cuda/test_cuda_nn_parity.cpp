@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "helpers.h"
 #include "op_parity.h"
 
 namespace ember::testing::cuda {
@@ -270,6 +271,13 @@ TEST_CASE("scaled_dot_product_attention matches the CPU with causal, boolean, ad
                                                                ge(arange(9.0).view({1, 1, 1, 9}), 6.0))));
   check_op("attention, bool padding mask", inputs, attention({.attn_mask = may_attend}), kReductionTolerance);
   check_op("attention, additive mask", inputs, attention({.attn_mask = randn({7, 9})}), kReductionTolerance);
+
+  // Operands on two devices are refused before any kernel could read the wrong memory.
+  const Tensor q = randn({2, 7, 16}).to(kGPU), k = randn({2, 9, 16}), v = randn({2, 9, 8});
+  CHECK_THROWS_WITH_ALL(scaled_dot_product_attention(q, k.to(kGPU), v), "scaled_dot_product_attention",
+                        "one device", "cuda:0", "cpu");
+  CHECK_THROWS_WITH_ALL(scaled_dot_product_attention(q.cpu(), k, v, {.attn_mask = ones({7, 9}, kBool).to(kGPU)}),
+                        "scaled_dot_product_attention", "attn_mask is on cuda:0 but q is on cpu");
 }
 
 // Three steps of the optimizer `make_optimizer` builds, from the same parameters and the same
