@@ -74,8 +74,8 @@ inline void philox4x32_vectors(uint64_t key, uint64_t first_counter, uint32_t* w
     c2[v] = _mm512_setzero_si512();
     c3[v] = _mm512_setzero_si512();
   }
-  const __m512i multiplier0 = _mm512_set1_epi32(static_cast<int>(0xD2511F53u));
-  const __m512i multiplier1 = _mm512_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  const __m512i multiplier0 = _mm512_set1_epi32(static_cast<int>(kPhiloxMultiplier0));
+  const __m512i multiplier1 = _mm512_set1_epi32(static_cast<int>(kPhiloxMultiplier1));
   uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
   constexpr int kXorOfThree = 0x96;  // ternary-logic truth table of a ^ b ^ c
   for (int round = 0; round < 10; ++round) {
@@ -89,8 +89,8 @@ inline void philox4x32_vectors(uint64_t key, uint64_t first_counter, uint32_t* w
       c1[v] = low1;
       c3[v] = low0;
     }
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    k0 += kPhiloxWeyl0;
+    k1 += kPhiloxWeyl1;
   }
   for (int v = 0; v < kVectors; ++v) store_in_stream_order(c0[v], c1[v], c2[v], c3[v], words + 64 * v);
 }
@@ -113,23 +113,21 @@ inline void philox4x32_block(uint64_t key, uint64_t first_counter, uint32_t* wor
     return;
   }
 #endif
-  constexpr uint32_t kMultiplier0 = 0xD2511F53u, kMultiplier1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
   for (int j = 0; j < kBlock; ++j) {
     const uint64_t counter = first_counter + static_cast<uint64_t>(j);
     uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
     uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
     for (int round = 0; round < 10; ++round) {
-      const uint64_t product0 = static_cast<uint64_t>(kMultiplier0) * c0;
-      const uint64_t product1 = static_cast<uint64_t>(kMultiplier1) * c2;
+      const uint64_t product0 = static_cast<uint64_t>(kPhiloxMultiplier0) * c0;
+      const uint64_t product1 = static_cast<uint64_t>(kPhiloxMultiplier1) * c2;
       const uint32_t next0 = static_cast<uint32_t>(product1 >> 32) ^ c1 ^ k0;
       const uint32_t next2 = static_cast<uint32_t>(product0 >> 32) ^ c3 ^ k1;
       c1 = static_cast<uint32_t>(product1);
       c3 = static_cast<uint32_t>(product0);
       c0 = next0;
       c2 = next2;
-      k0 += kWeyl0;
-      k1 += kWeyl1;
+      k0 += kPhiloxWeyl0;
+      k1 += kPhiloxWeyl1;
     }
     words[4 * j] = c0;
     words[4 * j + 1] = c1;
