@@ -23,7 +23,18 @@ void manual_seed(uint64_t seed);
 struct PhiloxState {
   uint64_t seed = 0;
   uint64_t offset = 0;  // first counter this draw may use
+  // Set only for a draw recorded into a CUDA graph (cuda/graph.cpp): the device address of the
+  // pair (seed, base offset) that the host writes before each replay, so that every replay
+  // draws fresh numbers. offset is then relative to that base. Kernels call resolve() first.
+  const uint64_t* graph_seed_and_offset = nullptr;
 };
+
+// The absolute (seed, offset) of a draw. Device code only may meet a graph-relative state: the
+// pair it points to lives in device memory.
+EMBER_HOST_DEVICE inline PhiloxState resolve(const PhiloxState& state) {
+  if (state.graph_seed_and_offset == nullptr) return state;
+  return {state.graph_seed_and_offset[0], state.graph_seed_and_offset[1] + state.offset, nullptr};
+}
 
 // The global generator. Each random op reserves `counters` counters (4 random 32-bit words
 // each) and draws from them, so consecutive ops never reuse numbers.

@@ -1,0 +1,18 @@
+// The current stream (see stream.h): the legacy default stream unless a graph capture on this
+// thread has set its own.
+#include "cuda/stream.h"
+
+namespace ember::cuda {
+namespace {
+thread_local cudaStream_t current = cudaStreamLegacy;
+}  // namespace
+
+cudaStream_t current_stream() { return current; }
+
+cudaStream_t exchange_current_stream(cudaStream_t stream) {
+  const cudaStream_t previous = current;
+  current = stream;
+  return previous;
+}
+
+}  // namespace ember::cuda
