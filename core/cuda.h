@@ -32,6 +32,11 @@ void synchronize();
 // tensors already on the GPU adds none until its loss is read. 0 without the CUDA backend.
 int64_t host_synchronizations();
 
+// How many cuBLAS calls ember has made so far (one per matrix product, whatever its batch
+// layout): a warm training step makes a fixed number, which the CUDA suites check. 0 without
+// the CUDA backend.
+int64_t cublas_calls();
+
 // What the caching allocator holds on one device, in bytes of its rounded blocks.
 struct MemoryStats {
   int64_t allocated_bytes = 0;       // held by live tensors

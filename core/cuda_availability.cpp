@@ -29,6 +29,7 @@ void check_device(int index) {
 }
 void synchronize() {}
 int64_t host_synchronizations() { return 0; }
+int64_t cublas_calls() { return 0; }
 MemoryStats memory_stats(int) { return {}; }
 void reset_peak_memory_stats(int) {}
 void empty_cache() {}

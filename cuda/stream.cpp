@@ -1,10 +1,11 @@
-// The current stream (see stream.h): the legacy default stream unless a graph capture on this
-// thread has set its own.
+// The current stream (see stream.h): the default stream (0, the legacy default stream, as nvcc
+// compiles ember without per-thread default streams) unless a graph capture on this thread has
+// set its own.
 #include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
-thread_local cudaStream_t current = cudaStreamLegacy;
+thread_local cudaStream_t current = nullptr;
 }  // namespace
 
 cudaStream_t current_stream() { return current; }
