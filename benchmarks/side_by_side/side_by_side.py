@@ -13,10 +13,12 @@ after each profiled step (this machine's speed drifts by half within minutes). T
 sweep times both libraries against sequence length and model width and draws them. Everything
 it prints goes into RESULTS.md.
 
-On a GPU the thread search, the sgemm ceiling and the sweep are left out; each
-workload runs at batch 32 and 128, and the report gives the allocators' peak device memory,
-the model FLOP utilisation against the GPU's peak, and ember's cudaMalloc calls and host waits
-per warm step.
+On a GPU the thread search, the sgemm ceiling and the sweep are left out; each workload runs
+at batch 32 and 128, without TF32 and with it (--tf32), against PyTorch eager and, without
+TF32, PyTorch compiled and compiled with CUDA graphs; ember replays its step as a CUDA graph
+(--no-ember-graphs: op by op). The report gives the allocators' peak device memory, the model
+FLOP utilisation against the GPU's peak, and ember's cudaMalloc calls, host waits and cuBLAS
+calls per warm step.
 """
 import argparse
 import datetime
@@ -44,9 +46,20 @@ def device_flags(args):
     return ["--device", args.device] + (["--allow-tf32"] if args.allow_tf32 else [])
 
 
-def ember_command(args, workload, extra=()):
+def train_step_has(args, flag):
+    """Whether ember's train_step takes `flag` (its --help lists it)."""
+    done = subprocess.run([os.path.join(args.build, "benchmarks", "train_step"), "--help"], capture_output=True,
+                          text=True)
+    return flag in done.stdout
+
+
+def ember_command(args, workload, extra=(), graphs=True):
+    # On a GPU ember replays its step as a CUDA graph when its build can: as PyTorch's compiled
+    # mode with CUDA graphs does, and as a user training on fixed shapes would. Not while
+    # profiling: a replayed graph has no per-op times.
+    graphs = ["--cuda-graphs"] if graphs and args.device != "cpu" and args.ember_graphs else []
     return [os.path.join(args.build, "benchmarks", "train_step"), "--workload", workload,
-            *device_flags(args), *map(str, extra)]
+            *device_flags(args), *graphs, *map(str, extra)]
 
 
 def torch_command(args, workload, config, extra=()):
@@ -203,7 +216,7 @@ def compare(args, workload, batch):
     summary = {"workload": workload, "batch": batch, "torch_config": config_name(config), "torch_config_key": config,
                "torch_search": {config_name(c): ms for c, ms in search.items()},
                "matmul_gflop_per_step": flops / 1e9}
-    profile = run_json(ember_command(args, workload, steps + ["--profile"]))
+    profile = run_json(ember_command(args, workload, steps + ["--profile"], graphs=False))
     summary["profile"] = profile["profile"]
     summary["profiled_step_ms"] = profile["profiled_step_ms"]
     summary["matmul_steps"] = profile.get("matmul_steps", [])
@@ -233,7 +246,30 @@ def compare(args, workload, batch):
                     summary[library][key] = max(result[key] for result in results) if key != "gpu" else results[0][key]
     summary["steal"] = steal_share(times_before, cpu_times())
     summary["discarded_rounds"] = discarded
+    summary["allow_tf32"] = args.allow_tf32
+    if args.device != "cpu":
+        summary["torch_modes"] = torch_compiled_modes(args, workload, config, steps)
     return summary
+
+
+def torch_compiled_modes(args, workload, config, steps):
+    """PyTorch compiled, and compiled with CUDA graphs: one run each (compiling takes a minute),
+    median ms/step and peak device memory, or the error that stopped the mode (no Triton, ...).
+    Only without TF32: the TF32 bars are set against eager PyTorch."""
+    modes = {}
+    if args.allow_tf32:
+        return modes
+    for mode in args.torch_modes:
+        command = torch_command(args, workload, config, list(steps) + ["--mode", mode])
+        done = subprocess.run(command, capture_output=True, text=True, env=torch_env(config))
+        if done.returncode != 0:
+            modes[mode] = {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
+            print(f"  PyTorch {mode}: failed: {modes[mode]['error']}", flush=True)
+            continue
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        modes[mode] = {"median_ms": median(result["step_ms"]), "peak_device_mb": result.get("peak_device_mb")}
+        print(f"  PyTorch {mode}: {modes[mode]['median_ms']:.2f} ms", flush=True)
+    return modes
 
 
 def sweep(args, sweep_config):
@@ -451,47 +487,98 @@ def profile_section(say, s, steps, title_suffix):
     return next((op for op in s["profile"] if op["op"] == "matmul"), None)
 
 
+# The GPU bars, as ms/step PyTorch measured on an H100 (float32 without TF32, PyTorch 2.11),
+# for reference beside this run's own PyTorch figures, which the verdicts use.
+H100_COMPILED_GRAPHS_MS = {("classifier", 32): 4.9, ("classifier", 128): 12.6,
+                           ("encoder-decoder", 32): 10.2, ("encoder-decoder", 128): 21.8}
+
+
+def gpu_bars(s):
+    """The bars of one workload and batch: [(text, met)]."""
+    ember_ms = s["ember"]["median_ms"]
+    eager_ms = s["pytorch"]["median_ms"]
+    speedup = eager_ms / ember_ms
+    bars = []
+    if s["allow_tf32"]:
+        bars.append((f"{speedup:.2f}x PyTorch eager with TF32 (bar 2x)", speedup >= 2.0))
+    else:
+        graphs = s.get("torch_modes", {}).get("compile-graphs", {}).get("median_ms")
+        measured = [ms for ms in (eager_ms, graphs) if ms]
+        best = min(measured)
+        if s["batch"] <= 32:
+            bars.append((f"{speedup:.2f}x PyTorch eager (bar 2x)", speedup >= 2.0))
+        reference = H100_COMPILED_GRAPHS_MS.get((s["workload"], s["batch"]))
+        bars.append((f"{ember_ms:.2f} ms against PyTorch's best here, {best:.2f} ms"
+                     + (f" (H100 reference: compiled with CUDA graphs {reference} ms)" if reference else ""),
+                     ember_ms <= best))
+    r = s["ember"]
+    bars.append((f"peak device memory {r['peak_device_mb']:.0f} MB against {s['pytorch']['peak_device_mb']:.0f} MB",
+                 r["peak_device_mb"] <= s["pytorch"]["peak_device_mb"]))
+    quiet = r.get("cuda_malloc_per_step", 1) == 0 and r.get("host_waits_per_step", 2) <= 1
+    bars.append(("no cudaMalloc and no host wait but the loss's in a warm step", quiet))
+    return bars
+
+
 def report_gpu(args, info, summaries):
     lines = []
     say = lines.append
     gpu = summaries[0]["pytorch"].get("gpu", "unknown GPU")
-    peak = gpu_peak_tflops(args, gpu)
-    precision = "TF32 tensor cores allowed" if args.allow_tf32 else "float32 without TF32"
     say("# Benchmark results on the GPU")
     say("")
     say(f"Written by `python3 benchmarks/side_by_side/side_by_side.py --device {args.device}"
-        f"{' --allow-tf32' if args.allow_tf32 else ''}` (do not edit by hand).")
+        f"{f' --tf32 {args.tf32}' if args.tf32 != 'both' else ''}` (do not edit by hand).")
     say("")
     say(f"- GPU: {gpu}; host: {info['cpu']}, {info['cores']} cores; {info['os']}")
-    say(f"- ember {info['ember_commit']}; PyTorch {info['torch']} (eager); {info['date']}")
-    say(f"- both libraries in {precision}; each workload and batch: {args.rounds} rounds, each a fresh ember "
-        f"process then a fresh PyTorch process, {args.warmup} warm-up and {args.steps} timed steps each; a step ends "
-        "when its loss is read back (item()), so the time is the GPU's")
-    say(f"- peak for the model FLOP utilisation (MFU): {f'{peak:.1f} TFLOP/s' if peak else 'unknown (pass --peak-tflops)'}")
+    say(f"- ember {info['ember_commit']}; PyTorch {info['torch']}; {info['date']}")
+    say(f"- each workload and batch: {args.rounds} rounds, each a fresh ember process then a fresh PyTorch (eager) "
+        f"process, {args.warmup} warm-up and {args.steps} timed steps each; PyTorch compiled "
+        f"({', '.join(args.torch_modes)}) one run each, without TF32 only; a step ends when its loss is read back "
+        "(item()), so the time is the GPU's")
+    say(f"- ember's steps {'replayed as CUDA graphs (--cuda-graphs)' if args.ember_graphs else 'run op by op'}")
     say("")
-    say("## Training step (forward + loss + backward + AdamW)")
-    say("")
-    say("| workload | batch | library | median ms/step (min-max) | tokens/s | MFU | peak device MB | ember speed-up |")
-    say("|---|---:|---|---:|---:|---:|---:|---:|")
-    for s in summaries:
-        speedup = s["pytorch"]["median_ms"] / s["ember"]["median_ms"]
-        for library in ("ember", "pytorch"):
-            r = s[library]
-            mfu = f"{100 * r['gflops'] / 1e3 / peak:.1f}%" if peak else "-"
-            say(f"| {s['workload']} | {s['batch']} | {'ember' if library == 'ember' else 'PyTorch'} | "
-                f"{r['median_ms']:.2f} ({r['min_ms']:.2f}-{r['max_ms']:.2f}) | {r['tokens_per_s']:,.0f} | {mfu} | "
-                f"{r['peak_device_mb']:.0f} | {f'{speedup:.2f}x' if library == 'ember' else ''} |")
-    say("")
-    say("MFU: the step's matrix-product FLOPs (counted from the shapes) per second, over the GPU's peak. "
-        "Peak device memory: ember's caching allocator peak and PyTorch's torch.cuda.max_memory_allocated(), "
-        "both the most held by live tensors at once.")
-    say("")
-    say("## Where ember's step goes")
+    for allow_tf32 in sorted({s["allow_tf32"] for s in summaries}):
+        group = [s for s in summaries if s["allow_tf32"] == allow_tf32]
+        args.allow_tf32 = allow_tf32
+        peak = gpu_peak_tflops(args, gpu)
+        precision = "TF32 tensor cores allowed (both libraries)" if allow_tf32 else "float32 without TF32 (both libraries)"
+        say(f"## Training step (forward + loss + backward + AdamW), {precision}")
+        say("")
+        say(f"MFU against {f'{peak:.1f} TFLOP/s' if peak else 'an unknown peak (pass --peak-tflops)'}.")
+        say("")
+        say("| workload | batch | ember ms/step (min-max) | MFU | PyTorch eager | compiled | compiled + CUDA graphs "
+            "| ember vs eager | peak MB ember / PyTorch |")
+        say("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for s in group:
+            e, t = s["ember"], s["pytorch"]
+            mfu = f"{100 * e['gflops'] / 1e3 / peak:.1f}%" if peak else "-"
+            modes = s.get("torch_modes", {})
+
+            def mode_ms(mode):
+                m = modes.get(mode)
+                if m is None:
+                    return "-"
+                return f"{m['median_ms']:.2f}" if "median_ms" in m else "failed"
+            say(f"| {s['workload']} | {s['batch']} | {e['median_ms']:.2f} ({e['min_ms']:.2f}-{e['max_ms']:.2f}) | "
+                f"{mfu} | {t['median_ms']:.2f} | {mode_ms('compile')} | {mode_ms('compile-graphs')} | "
+                f"{t['median_ms'] / e['median_ms']:.2f}x | {e['peak_device_mb']:.0f} / {t['peak_device_mb']:.0f} |")
+        say("")
+        for s in group:
+            errors = {mode: m["error"] for mode, m in s.get("torch_modes", {}).items() if "error" in m}
+            for mode, error in errors.items():
+                say(f"- PyTorch {mode} failed on {s['workload']} batch {s['batch']}: `{error}`")
+                say("")
+        say("MFU: the step's matrix-product FLOPs (counted from the shapes) per second, over the GPU's peak. "
+            "Peak device memory: ember's caching allocator peak and PyTorch's torch.cuda.max_memory_allocated(), "
+            "both the most held by live tensors at once.")
+        say("")
+    say("## Where ember's step goes (without TF32, op by op)")
     say("")
     say("While profiling, every GPU kernel is waited for before and after it runs, so the times are the GPU's "
-        "but a profiled step is slower than the steps timed above.")
+        "but a profiled step is slower than the steps timed above, and it is not replayed as a graph.")
     say("")
-    for s in summaries:
+    args.allow_tf32 = False
+    peak = gpu_peak_tflops(args, gpu)
+    for s in (s for s in summaries if not s["allow_tf32"]):
         matmul = profile_section(say, s, args.steps, f", batch {s['batch']}")
         if matmul and peak:
             rate = matmul["gflop"] / (matmul["ms"] / 1e3) / 1e3
@@ -500,27 +587,23 @@ def report_gpu(args, info, summaries):
             say("")
     say("## Warm-step checks (ember)")
     say("")
-    say("| workload | batch | cudaMalloc per step | host waits for the GPU per step |")
-    say("|---|---:|---:|---:|")
+    say("| workload | batch | TF32 | cudaMalloc per step | host waits per step | cuBLAS calls per step |")
+    say("|---|---:|---|---:|---:|---:|")
     for s in summaries:
         r = s["ember"]
-        say(f"| {s['workload']} | {s['batch']} | {r.get('cuda_malloc_per_step', float('nan')):g} | "
-            f"{r.get('host_waits_per_step', float('nan')):g} |")
+        say(f"| {s['workload']} | {s['batch']} | {'on' if s['allow_tf32'] else 'off'} | "
+            f"{r.get('cuda_malloc_per_step', float('nan')):g} | {r.get('host_waits_per_step', float('nan')):g} | "
+            f"{r.get('cublas_calls_per_step', float('nan')):g} |")
     say("")
-    say("Counted by the caching allocator and by `ember::cuda::host_synchronizations()`. One wait per step is "
-        "expected: the item() that reads the loss.")
+    say("Counted by the caching allocator, `ember::cuda::host_synchronizations()` and `ember::cuda::cublas_calls()`. "
+        "One wait per step is expected: the item() that reads the loss. A replayed graph makes no cuBLAS call from "
+        "the host: its products are recorded in the graph.")
     say("")
     say("## Bars (GPU)")
     say("")
     for s in summaries:
-        speedup = s["pytorch"]["median_ms"] / s["ember"]["median_ms"]
-        r = s["ember"]
-        memory_ok = r["peak_device_mb"] <= s["pytorch"]["peak_device_mb"]
-        quiet = r.get("cuda_malloc_per_step", 1) == 0 and r.get("host_waits_per_step", 2) <= 1
-        say(f"- {s['workload']}, batch {s['batch']}: ember {speedup:.2f}x PyTorch eager (bar 1.2x): "
-            f"{verdict(speedup >= 1.2)}; peak device memory {r['peak_device_mb']:.0f} MB against "
-            f"{s['pytorch']['peak_device_mb']:.0f} MB: {verdict(memory_ok)}; no cudaMalloc and no host wait but "
-            f"the loss's in a warm step: {verdict(quiet)}")
+        bars = "; ".join(f"{text}: {verdict(ok)}" for text, ok in gpu_bars(s))
+        say(f"- {s['workload']}, batch {s['batch']}, TF32 {'on' if s['allow_tf32'] else 'off'}: {bars}")
     say("")
     return "\n".join(lines)
 
@@ -552,7 +635,12 @@ def main():
     parser.add_argument("--quick", action="store_true", help="1 round, no sweep, RESULTS.md left alone")
     parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--batches", type=int, nargs="+", help="batch sizes (default: 32 on the CPU, 32 and 128 on a GPU)")
-    parser.add_argument("--allow-tf32", action="store_true", help="both libraries may use TF32 on the GPU")
+    parser.add_argument("--tf32", choices=["off", "on", "both"], default="both",
+                        help="on a GPU: float32 products without TF32, with TF32 tensor cores (both libraries), or both")
+    parser.add_argument("--torch-modes", nargs="*", default=["compile", "compile-graphs"],
+                        help="PyTorch's compiled modes also timed on a GPU, without TF32")
+    parser.add_argument("--no-ember-graphs", dest="ember_graphs", action="store_false",
+                        help="on a GPU, time ember's step op by op instead of replayed as a CUDA graph")
     parser.add_argument("--peak-tflops", type=float, help="the GPU's peak for MFU, if its name is not known")
     args = parser.parse_args()
     if args.quick:
@@ -560,9 +648,16 @@ def main():
     on_gpu = args.device != "cpu"
     batches = args.batches or ([32, 128] if on_gpu else [32])
 
+    args.allow_tf32 = False
+    if on_gpu and args.ember_graphs and not train_step_has(args, "--cuda-graphs"):
+        print("train_step has no --cuda-graphs: ember's steps run op by op", flush=True)
+        args.ember_graphs = False
     info = machine(args)
     if on_gpu:
-        summaries = [compare(args, workload, batch) for workload in args.workloads for batch in batches]
+        summaries = []
+        for allow_tf32 in {"off": [False], "on": [True], "both": [False, True]}[args.tf32]:
+            args.allow_tf32 = allow_tf32
+            summaries += [compare(args, workload, batch) for workload in args.workloads for batch in batches]
         text = report_gpu(args, info, summaries)
         print(text)
         if not args.quick:

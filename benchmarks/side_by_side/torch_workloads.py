@@ -64,23 +64,38 @@ class EncoderDecoder(nn.Module):
         return self.output(hidden)
 
 
-def make_step(workload, batch, seq_len, d_model, heads, vocab, device):
+# How PyTorch runs the model: eager (op by op), compiled (torch.compile fuses the memory-bound
+# chains into generated kernels), or compiled with CUDA graphs (mode "reduce-overhead": the
+# compiled forward and backward are also captured and replayed). ember's GPU bars are set
+# against all three, so the GPU report times all three.
+MODES = {"eager": None, "compile": "default", "compile-graphs": "reduce-overhead"}
+
+
+def compiled(model, mode):
+    """The model as `mode` runs it. Compiled, its forward (and through AOTAutograd its backward)
+    is generated code; the optimizer step stays PyTorch's default AdamW in every mode."""
+    return model if MODES[mode] is None else torch.compile(model, mode=MODES[mode])
+
+
+def make_step(workload, batch, seq_len, d_model, heads, vocab, device, mode="eager"):
     """The model, its AdamW, one fixed batch, and a function running one training step."""
     if workload == "classifier":
         seq_len = seq_len or 128
         vocab = vocab or 8192
         model = Classifier(vocab, seq_len, d_model, heads, layers=4).to(device)
+        net = compiled(model, mode)
         ids = torch.randint(4, vocab, (batch, seq_len), device=device)
         labels = torch.randint(0, 4, (batch,), device=device)
         loss_fn = nn.CrossEntropyLoss()
         tokens = ids.numel()
 
         def forward():
-            return loss_fn(model(ids), labels)
+            return loss_fn(net(ids), labels)
     elif workload == "encoder-decoder":
         seq_len = seq_len or 64
         vocab = vocab or 8000
         model = EncoderDecoder(vocab, seq_len, d_model, heads).to(device)
+        net = compiled(model, mode)
         source = torch.randint(4, vocab, (batch, seq_len), device=device)
         target_in = torch.randint(4, vocab, (batch, seq_len), device=device)
         target_out = torch.randint(4, vocab, (batch * seq_len,), device=device)
@@ -89,7 +104,7 @@ def make_step(workload, batch, seq_len, d_model, heads, vocab, device):
         tokens = source.numel() + target_in.numel()
 
         def forward():
-            logits = model(source, target_in, causal_mask)
+            logits = net(source, target_in, causal_mask)
             return loss_fn(logits.reshape(-1, logits.shape[-1]), target_out)
     else:
         raise SystemExit(f"error: unknown workload '{workload}' (classifier, encoder-decoder)")
@@ -135,6 +150,7 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--allow-tf32", action="store_true", help="let CUDA float32 matmuls use TF32 tensor cores")
+    parser.add_argument("--mode", default="eager", choices=list(MODES), help="eager, compiled, or compiled with CUDA graphs")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -146,7 +162,7 @@ def main():
         torch.backends.cudnn.allow_tf32 = args.allow_tf32
         torch.cuda.reset_peak_memory_stats()
     model, step, tokens = make_step(args.workload, args.batch, args.seq_len, args.d_model, args.heads,
-                                    args.vocab, device)
+                                    args.vocab, device, args.mode)
     for _ in range(args.warmup):
         step()
     before = resource.getrusage(resource.RUSAGE_SELF)
@@ -175,6 +191,7 @@ def main():
         "minor_faults_steps": step_faults,
         "threads": thread_count(),
         "torch_threads": args.threads,
+        "mode": args.mode,
         "blas": loaded_blas(),
     }
     if device.type == "cuda":
