@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
     const rusage before = usage();
     const ember::cuda::MemoryStats device_before = ember::cuda::memory_stats(device.index);
     const int64_t waits_before = ember::cuda::host_synchronizations();
+    const int64_t cublas_before = ember::cuda::cublas_calls();
     std::vector<double> step_ms;
     std::vector<long> step_faults;  // each step's own: a one-off fault early on shows as one
     std::vector<int64_t> step_fresh_blocks;  // blocks the CPU allocator's cache could not serve
@@ -135,6 +136,7 @@ int main(int argc, char** argv) {
     const rusage after = usage();
     const ember::cuda::MemoryStats device_after = ember::cuda::memory_stats(device.index);
     const int64_t waits_after = ember::cuda::host_synchronizations();
+    const int64_t cublas_after = ember::cuda::cublas_calls();
 
     nlohmann::json result = {
         {"library", "ember"},
@@ -157,6 +159,7 @@ int main(int argc, char** argv) {
       result["cuda_malloc_per_step"] =
           static_cast<double>(device_after.cuda_malloc_calls - device_before.cuda_malloc_calls) / steps;
       result["host_waits_per_step"] = static_cast<double>(waits_after - waits_before) / steps;
+      result["cublas_calls_per_step"] = static_cast<double>(cublas_after - cublas_before) / steps;
       result["allow_tf32"] = allow_tf32;
     }
     if (profile) {
