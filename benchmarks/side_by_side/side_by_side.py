@@ -220,6 +220,8 @@ def compare(args, workload, batch):
     summary["profile"] = profile["profile"]
     summary["profiled_step_ms"] = profile["profiled_step_ms"]
     summary["matmul_steps"] = profile.get("matmul_steps", [])
+    # The profiled run goes op by op, so it counts the cuBLAS calls a step makes from the host.
+    summary["cublas_calls_op_by_op"] = profile.get("cublas_calls_per_step")
     for library, results in runs.items():
         all_steps = [ms for result in results for ms in result["step_ms"]]
         ms = median(all_steps)
@@ -587,17 +589,20 @@ def report_gpu(args, info, summaries):
             say("")
     say("## Warm-step checks (ember)")
     say("")
-    say("| workload | batch | TF32 | cudaMalloc per step | host waits per step | cuBLAS calls per step |")
+    say("| workload | batch | TF32 | cudaMalloc per step | host waits per step | cuBLAS calls per step "
+        "(timed / op by op) |")
     say("|---|---:|---|---:|---:|---:|")
     for s in summaries:
         r = s["ember"]
+        op_by_op = s.get("cublas_calls_op_by_op")
         say(f"| {s['workload']} | {s['batch']} | {'on' if s['allow_tf32'] else 'off'} | "
             f"{r.get('cuda_malloc_per_step', float('nan')):g} | {r.get('host_waits_per_step', float('nan')):g} | "
-            f"{r.get('cublas_calls_per_step', float('nan')):g} |")
+            f"{r.get('cublas_calls_per_step', float('nan')):g} / {op_by_op if op_by_op is not None else '-'} |")
     say("")
     say("Counted by the caching allocator, `ember::cuda::host_synchronizations()` and `ember::cuda::cublas_calls()`. "
         "One wait per step is expected: the item() that reads the loss. A replayed graph makes no cuBLAS call from "
-        "the host: its products are recorded in the graph.")
+        "the host (its products are recorded in the graph), so the op-by-op count, from the profiled run, is the "
+        "step's number of products; it must not grow with the batch.")
     say("")
     say("## Bars (GPU)")
     say("")
