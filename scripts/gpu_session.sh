@@ -12,6 +12,9 @@
 #   bash scripts/gpu_session.sh examples   # short --device cuda training runs of the examples
 #   bash scripts/gpu_session.sh translate  # translation --recipe gpu: 9 minutes, then its BLEU
 #   bash scripts/gpu_session.sh bench      # side_by_side.py --device cuda: RESULTS-cuda.md
+#   bash scripts/gpu_session.sh bench-fp32 # the same in three parts, for a machine that allows
+#   bash scripts/gpu_session.sh bench-tf32 #   ten minutes a command: each TF32 setting apart,
+#   bash scripts/gpu_session.sh bench-report  # then RESULTS-cuda.md from both
 #   bash scripts/gpu_session.sh all        # build, test, bench
 #
 # Each stage writes its log to $OUT (or ./gpu-logs) and stops at the first failure. The build
@@ -84,11 +87,19 @@ translate() {
   "$BUILD/examples/translation" --recipe gpu --device cuda --out gpu-runs/translation
 }
 
-bench() {
+bench_setting() {
   unpack
-  PYTHONUNBUFFERED=1 python3 benchmarks/side_by_side/side_by_side.py --device cuda --build "$BUILD" --python python3
+  PYTHONUNBUFFERED=1 python3 benchmarks/side_by_side/side_by_side.py --device cuda --build "$BUILD" --python python3 \
+    --tf32 "$1" --save "$LOGS/bench-tf32-$1.json"
+}
+bench_fp32() { bench_setting off; }
+bench_tf32() { bench_setting on; }
+bench_report() {
+  python3 benchmarks/side_by_side/side_by_side.py --device cuda --report-from "$LOGS/bench-tf32-off.json" \
+    "$LOGS/bench-tf32-on.json"
   cp benchmarks/RESULTS-cuda.md "$LOGS/" 2>/dev/null || true
 }
+bench() { bench_fp32 && bench_tf32 && bench_report; }
 
 stage=${1:-all}
 run_stage() {
@@ -102,6 +113,9 @@ case "$stage" in
   examples) run_stage examples examples ;;
   translate) run_stage translate translate ;;
   bench) run_stage bench bench ;;
+  bench-fp32) run_stage bench-fp32 bench_fp32 ;;
+  bench-tf32) run_stage bench-tf32 bench_tf32 ;;
+  bench-report) run_stage bench-report bench_report ;;
   all) run_stage build build && run_stage test test_stage && run_stage bench bench ;;
-  *) echo "usage: $0 fetch|build|test|examples|translate|bench|all" >&2; exit 2 ;;
+  *) echo "usage: $0 fetch|build|test|examples|translate|bench|bench-fp32|bench-tf32|bench-report|all" >&2; exit 2 ;;
 esac

@@ -624,6 +624,23 @@ def write_sweep(rows, build):
     subprocess.run([os.path.join(build, "benchmarks", "plot_sweep"), path], check=True)
 
 
+def write_gpu_report_from(args):
+    """RESULTS-cuda.md from the measurements of earlier runs (--save), in the order given."""
+    runs = []
+    for path in args.report_from:
+        with open(path) as f:
+            runs.append(json.load(f))
+    summaries = [s for run in runs for s in run["summaries"]]
+    args.device = args.device if args.device != "cpu" else "cuda"
+    args.ember_graphs = all(run["ember_graphs"] for run in runs)
+    settings = {s["allow_tf32"] for s in summaries}
+    args.tf32 = "both" if len(settings) == 2 else ("on" if True in settings else "off")
+    text = report_gpu(args, runs[0]["info"], summaries)
+    print(text)
+    with open(os.path.join(HERE, "..", f"RESULTS-{args.device.split(':')[0]}.md"), "w") as f:
+        f.write(text + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="ember's build directory")
@@ -647,6 +664,10 @@ def main():
     parser.add_argument("--no-ember-graphs", dest="ember_graphs", action="store_false",
                         help="on a GPU, time ember's step op by op instead of replayed as a CUDA graph")
     parser.add_argument("--peak-tflops", type=float, help="the GPU's peak for MFU, if its name is not known")
+    parser.add_argument("--save", metavar="JSON", help="on a GPU: also write the measurements to this file")
+    parser.add_argument("--report-from", metavar="JSON", nargs="+",
+                        help="on a GPU: write RESULTS-cuda.md from files saved by earlier runs (--save), measuring "
+                             "nothing: a GPU machine that allows 10 minutes a command runs each TF32 setting apart")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.no_sweep = 1, True
@@ -654,6 +675,9 @@ def main():
     batches = args.batches or ([32, 128] if on_gpu else [32])
 
     args.allow_tf32 = False
+    if args.report_from:
+        write_gpu_report_from(args)
+        return
     if on_gpu and args.ember_graphs and not train_step_has(args, "--cuda-graphs"):
         print("train_step has no --cuda-graphs: ember's steps run op by op", flush=True)
         args.ember_graphs = False
@@ -663,6 +687,9 @@ def main():
         for allow_tf32 in {"off": [False], "on": [True], "both": [False, True]}[args.tf32]:
             args.allow_tf32 = allow_tf32
             summaries += [compare(args, workload, batch) for workload in args.workloads for batch in batches]
+        if args.save:
+            with open(args.save, "w") as f:
+                json.dump({"info": info, "ember_graphs": args.ember_graphs, "summaries": summaries}, f)
         text = report_gpu(args, info, summaries)
         print(text)
         if not args.quick:
