@@ -27,11 +27,16 @@ void fill_cpu(const Tensor& out, double value) {
   });
 }
 
+// Element i is start + i * step as one fused multiply-add, rounded once. Written as a multiply
+// then an add, g++ contracts it into an FMA where the target has one (-march=native) and not
+// elsewhere, so it rounded differently from build to build and from the CUDA kernel (5e-17
+// apart for arange(1, -3, -0.1)); std::fma is the same IEEE operation everywhere, and
+// cuda/factory.cu computes exactly it.
 void arange_cpu(const Tensor& out, double start, double step) {
   visit_numeric(out.dtype(), "arange", [&]<class T>() {
     T* data = out.data_ptr<T>();
     parallel_for(out.numel(), 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) data[i] = static_cast<T>(start + static_cast<double>(i) * step);
+      for (int64_t i = begin; i < end; ++i) data[i] = static_cast<T>(std::fma(static_cast<double>(i), step, start));
     });
   });
 }
