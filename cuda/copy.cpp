@@ -11,6 +11,7 @@
 #include "cuda/check.h"
 #include "cuda/copy_kernels.h"
 #include "cuda/host_wait.h"
+#include "cuda/stream.h"
 #include "cuda/tensor_layout.h"
 
 namespace ember::cuda {
@@ -85,7 +86,8 @@ void copy_cuda(const Tensor& dst, const Tensor& src) {
     return upload(dst, host);
   }
   if (is_plain_copy(dst, src)) {
-    check(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), byte_size(dst), cudaMemcpyDeviceToDevice), "copy");
+    check(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), byte_size(dst), cudaMemcpyDeviceToDevice, current_stream()),
+          "copy");
     return;
   }
   convert_on_device(dst, src);

@@ -8,6 +8,7 @@
 #include "cuda/check.h"
 #include "cuda/cross_entropy_kernels.h"
 #include "cuda/launch.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -70,7 +71,7 @@ __global__ void cross_entropy_backward_elements(const T* logits, const int64_t* 
 template <class T>
 void launch_cross_entropy_forward(const T* logits, const int64_t* targets, T* losses, T* row_max, T* log_sum,
                                   int64_t rows, int64_t classes, int64_t ignore_index, double label_smoothing) {
-  cross_entropy_rows<<<blocks_for(rows * kRowThreads, kRowThreads), kRowThreads>>>(
+  cross_entropy_rows<<<blocks_for(rows * kRowThreads, kRowThreads), kRowThreads, 0, current_stream()>>>(
       logits, targets, losses, row_max, log_sum, rows, classes, ignore_index, static_cast<T>(label_smoothing));
   check_launch("cross_entropy");
 }
@@ -79,7 +80,7 @@ template <class T>
 void launch_cross_entropy_backward(const T* logits, const int64_t* targets, const T* row_max, const T* log_sum,
                                    const T* row_scale, T* grad_logits, int64_t rows, int64_t classes,
                                    int64_t ignore_index, double label_smoothing) {
-  cross_entropy_backward_elements<<<blocks_for(rows * classes), kThreadsPerBlock>>>(
+  cross_entropy_backward_elements<<<blocks_for(rows * classes), kThreadsPerBlock, 0, current_stream()>>>(
       logits, targets, row_max, log_sum, row_scale, grad_logits, rows, classes, ignore_index,
       static_cast<T>(label_smoothing));
   check_launch("cross_entropy backward");

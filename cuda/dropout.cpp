@@ -8,7 +8,7 @@ namespace {
 
 void dropout_cuda(const Tensor& out, const Tensor& x, double p, PhiloxState state) {
   visit_floating(x.dtype(), "dropout", [&]<class T>() {
-    launch_dropout<T>(x.data_ptr<T>(), out.data_ptr<T>(), x.numel(), p, state.seed, state.offset);
+    launch_dropout<T>(x.data_ptr<T>(), out.data_ptr<T>(), x.numel(), p, state);
   });
 }
 EMBER_REGISTER_KERNEL(kernels::dropout, DeviceType::CUDA, dropout_cuda);

@@ -5,16 +5,17 @@
 #include "cuda/check.h"
 #include "cuda/dropout_kernels.h"
 #include "cuda/launch.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
 
 template <class T>
-__global__ void dropout_counters(const T* x, T* out, int64_t numel, float threshold, T scale, uint64_t seed,
-                                 uint64_t offset) {
+__global__ void dropout_counters(const T* x, T* out, int64_t numel, float threshold, T scale, PhiloxState draw) {
+  const PhiloxState state = resolve(draw);
   const int64_t counters = (numel + 3) / 4;
   for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < counters; c += int64_t(gridDim.x) * blockDim.x) {
-    const std::array<uint32_t, 4> words = philox4x32(seed, offset + static_cast<uint64_t>(c));
+    const std::array<uint32_t, 4> words = philox4x32(state.seed, state.offset + static_cast<uint64_t>(c));
     for (int w = 0; w < 4; ++w) {
       const int64_t i = 4 * c + w;
       if (i >= numel) break;
@@ -27,14 +28,14 @@ __global__ void dropout_counters(const T* x, T* out, int64_t numel, float thresh
 }  // namespace
 
 template <class T>
-void launch_dropout(const T* x, T* out, int64_t numel, double p, uint64_t seed, uint64_t offset) {
+void launch_dropout(const T* x, T* out, int64_t numel, double p, PhiloxState state) {
   if (numel == 0) return;
-  dropout_counters<<<blocks_for((numel + 3) / 4), kThreadsPerBlock>>>(x, out, numel, static_cast<float>(p),
-                                                                      static_cast<T>(1.0 / (1.0 - p)), seed, offset);
+  dropout_counters<<<blocks_for((numel + 3) / 4), kThreadsPerBlock, 0, current_stream()>>>(
+      x, out, numel, static_cast<float>(p), static_cast<T>(1.0 / (1.0 - p)), state);
   check_launch("dropout");
 }
 
-template void launch_dropout<float>(const float*, float*, int64_t, double, uint64_t, uint64_t);
-template void launch_dropout<double>(const double*, double*, int64_t, double, uint64_t, uint64_t);
+template void launch_dropout<float>(const float*, float*, int64_t, double, PhiloxState);
+template void launch_dropout<double>(const double*, double*, int64_t, double, PhiloxState);
 
 }  // namespace ember::cuda

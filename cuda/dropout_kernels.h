@@ -1,13 +1,17 @@
 // Launcher of the dropout kernel (cuda/dropout.cu) on raw pointers: out[i] = x[i] / (1 - p)
 // where element i is kept, else 0, with the mask of core/ops/dropout.cpp drawn from Philox
-// (seed, offset). Forward and backward run it alike. float and double; x and out contiguous.
+// `state` (resolved on the device, so a draw recorded into a CUDA graph reads its seed and
+// offset from device memory). Forward and backward run it alike. float and double; x and out
+// contiguous.
 #pragma once
 
 #include <cstdint>
 
+#include "core/random.h"
+
 namespace ember::cuda {
 
 template <class T>
-void launch_dropout(const T* x, T* out, int64_t numel, double p, uint64_t seed, uint64_t offset);
+void launch_dropout(const T* x, T* out, int64_t numel, double p, PhiloxState state);
 
 }  // namespace ember::cuda

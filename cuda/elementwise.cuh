@@ -12,6 +12,7 @@
 #include "cuda/check.h"
 #include "cuda/launch.h"
 #include "cuda/strided_layout.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 
@@ -40,7 +41,7 @@ template <class Out, class F, class... In>
 void launch_elementwise(std::string_view op, const StridedLayout<sizeof...(In) + 1>& layout, int64_t n, F f,
                         Out* out, const In*... in) {
   if (n == 0) return;
-  elementwise_kernel<Out, F, In...><<<blocks_for(n), kThreadsPerBlock>>>(layout, n, f, out, in...);
+  elementwise_kernel<Out, F, In...><<<blocks_for(n), kThreadsPerBlock, 0, current_stream()>>>(layout, n, f, out, in...);
   check_launch(op);
 }
 

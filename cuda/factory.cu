@@ -4,6 +4,7 @@
 #include "core/random_elements.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/factory_kernels.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -26,19 +27,23 @@ __global__ void arange_kernel(T* out, int64_t n, double start, double step) {
   EMBER_GRID_STRIDE_LOOP(i, n) out[i] = static_cast<T>(__fma_rn(static_cast<double>(i), step, start));
 }
 
-// The random kernels: element i takes the value core/random_elements.h gives it.
+// The random kernels: element i takes the value core/random_elements.h gives it. Each first
+// resolves its draw's state, which a kernel recorded into a CUDA graph reads from device memory.
 template <class T>
-__global__ void uniform_kernel(T* out, int64_t n, PhiloxState state) {
+__global__ void uniform_kernel(T* out, int64_t n, PhiloxState draw) {
+  const PhiloxState state = resolve(draw);
   EMBER_GRID_STRIDE_LOOP(i, n) out[i] = uniform_element<T>(state, static_cast<uint64_t>(i));
 }
 
 template <class T>
-__global__ void normal_kernel(T* out, int64_t n, PhiloxState state) {
+__global__ void normal_kernel(T* out, int64_t n, PhiloxState draw) {
+  const PhiloxState state = resolve(draw);
   EMBER_GRID_STRIDE_LOOP(i, n) out[i] = normal_element<T>(state, static_cast<uint64_t>(i));
 }
 
 template <class T>
-__global__ void randint_kernel(T* out, int64_t n, int64_t low, int64_t range, PhiloxState state) {
+__global__ void randint_kernel(T* out, int64_t n, int64_t low, int64_t range, PhiloxState draw) {
+  const PhiloxState state = resolve(draw);
   EMBER_GRID_STRIDE_LOOP(i, n) out[i] = randint_element<T>(state, static_cast<uint64_t>(i), low, range);
 }
 
@@ -54,28 +59,28 @@ void launch_fill(const StridedLayout<1>& layout, int64_t n, T* out, T value) {
 template <class T>
 void launch_arange(T* out, int64_t n, double start, double step) {
   if (n == 0) return;
-  arange_kernel<<<blocks_for(n), kThreadsPerBlock>>>(out, n, start, step);
+  arange_kernel<<<blocks_for(n), kThreadsPerBlock, 0, current_stream()>>>(out, n, start, step);
   check_launch("arange");
 }
 
 template <class T>
 void launch_uniform(T* out, int64_t n, PhiloxState state) {
   if (n == 0) return;
-  uniform_kernel<<<blocks_for(n), kThreadsPerBlock>>>(out, n, state);
+  uniform_kernel<<<blocks_for(n), kThreadsPerBlock, 0, current_stream()>>>(out, n, state);
   check_launch("rand");
 }
 
 template <class T>
 void launch_normal(T* out, int64_t n, PhiloxState state) {
   if (n == 0) return;
-  normal_kernel<<<blocks_for(n), kThreadsPerBlock>>>(out, n, state);
+  normal_kernel<<<blocks_for(n), kThreadsPerBlock, 0, current_stream()>>>(out, n, state);
   check_launch("randn");
 }
 
 template <class T>
 void launch_randint(T* out, int64_t n, int64_t low, int64_t range, PhiloxState state) {
   if (n == 0) return;
-  randint_kernel<<<blocks_for(n), kThreadsPerBlock>>>(out, n, low, range, state);
+  randint_kernel<<<blocks_for(n), kThreadsPerBlock, 0, current_stream()>>>(out, n, low, range, state);
   check_launch("randint");
 }
 

@@ -2,6 +2,7 @@
 #include "cuda/check.h"
 #include "cuda/index_check_kernels.h"
 #include "cuda/launch.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -19,8 +20,8 @@ __global__ void check_index_range_elements(const int64_t* index, int64_t count, 
 void launch_check_index_range(const int64_t* index, int64_t count, int64_t limit, bool has_ignore, int64_t ignore,
                               int message, IndexErrorRecord* record) {
   if (count == 0) return;
-  check_index_range_elements<<<blocks_for(count), kThreadsPerBlock>>>(index, count, limit, has_ignore, ignore, message,
-                                                                      record);
+  check_index_range_elements<<<blocks_for(count), kThreadsPerBlock, 0, current_stream()>>>(
+      index, count, limit, has_ignore, ignore, message, record);
   check_launch("check_index_range");
 }
 

@@ -7,6 +7,7 @@
 #include "cuda/check.h"
 #include "cuda/indexing_kernels.h"
 #include "cuda/launch.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -87,7 +88,8 @@ void launch_index_select(const Element* x, const int64_t* index, Element* out, i
                          int64_t count, int64_t inner) {
   const int64_t total = outer * count * inner;
   if (total == 0) return;
-  index_select_elements<<<blocks_for(total), kThreadsPerBlock>>>(x, index, out, outer, size, count, inner);
+  index_select_elements<<<blocks_for(total), kThreadsPerBlock, 0, current_stream()>>>(
+      x, index, out, outer, size, count, inner);
   check_launch("index_select");
 }
 
@@ -96,7 +98,8 @@ void launch_index_add(T* target, const T* source, const int64_t* index, int64_t 
                       int64_t inner, int64_t skip) {
   const int64_t total = outer * count * inner;
   if (total == 0) return;
-  index_add_elements<<<blocks_for(total), kThreadsPerBlock>>>(target, source, index, outer, size, count, inner, skip);
+  index_add_elements<<<blocks_for(total), kThreadsPerBlock, 0, current_stream()>>>(
+      target, source, index, outer, size, count, inner, skip);
   check_launch("index_add");
 }
 
@@ -104,7 +107,7 @@ template <class Element>
 void launch_gather(const Element* x, const int64_t* index, Element* out, const IndexGeometry& geometry) {
   const int64_t total = positions_of(geometry);
   if (total == 0) return;
-  gather_elements<<<blocks_for(total), kThreadsPerBlock>>>(x, index, out, geometry);
+  gather_elements<<<blocks_for(total), kThreadsPerBlock, 0, current_stream()>>>(x, index, out, geometry);
   check_launch("gather");
 }
 
@@ -112,7 +115,7 @@ template <class T>
 void launch_scatter_add(T* target, const T* source, const int64_t* index, const IndexGeometry& geometry) {
   const int64_t total = positions_of(geometry);
   if (total == 0) return;
-  scatter_add_elements<<<blocks_for(total), kThreadsPerBlock>>>(target, source, index, geometry);
+  scatter_add_elements<<<blocks_for(total), kThreadsPerBlock, 0, current_stream()>>>(target, source, index, geometry);
   check_launch("scatter_add");
 }
 

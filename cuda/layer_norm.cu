@@ -11,6 +11,7 @@
 #include "cuda/check.h"
 #include "cuda/launch.h"
 #include "cuda/layer_norm_kernels.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -107,8 +108,8 @@ template <class T>
 void launch_layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, T* mean, T* rstd, int64_t rows,
                                int64_t n, double eps) {
   if (rows == 0 || n == 0) return;  // nothing to write; core guards too, but the kernels table is public
-  layer_norm_rows<<<blocks_for(rows * kRowThreads, kRowThreads), kRowThreads>>>(x, weight, bias, y, mean, rstd, rows,
-                                                                                 n, static_cast<T>(eps));
+  layer_norm_rows<<<blocks_for(rows * kRowThreads, kRowThreads), kRowThreads, 0, current_stream()>>>(
+      x, weight, bias, y, mean, rstd, rows, n, static_cast<T>(eps));
   check_launch("layer_norm");
 }
 
@@ -118,14 +119,14 @@ void launch_layer_norm_backward(const T* grad_y, const T* x, const T* mean, cons
   // No elements: nothing to write here (core zeroes grad_weight and grad_bias itself).
   if (rows == 0 || n == 0) return;
   if (grad_x != nullptr) {
-    layer_norm_grad_x<<<blocks_for(rows * kRowThreads, kRowThreads), kRowThreads>>>(grad_y, x, mean, rstd, weight,
-                                                                                     grad_x, rows, n);
+    layer_norm_grad_x<<<blocks_for(rows * kRowThreads, kRowThreads), kRowThreads, 0, current_stream()>>>(
+        grad_y, x, mean, rstd, weight, grad_x, rows, n);
     check_launch("layer_norm backward");
   }
   if (grad_weight != nullptr || grad_bias != nullptr) {
     const dim3 threads(kColumnsPerBlock, kRowLanes);
-    layer_norm_grad_parameters<<<blocks_for(n, kColumnsPerBlock), threads>>>(grad_y, x, mean, rstd, grad_weight,
-                                                                              grad_bias, rows, n);
+    layer_norm_grad_parameters<<<blocks_for(n, kColumnsPerBlock), threads, 0, current_stream()>>>(
+        grad_y, x, mean, rstd, grad_weight, grad_bias, rows, n);
     check_launch("layer_norm backward");
   }
 }

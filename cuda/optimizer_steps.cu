@@ -7,6 +7,7 @@
 #include "cuda/check.h"
 #include "cuda/launch.h"
 #include "cuda/optimizer_steps_kernels.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -77,14 +78,14 @@ dim3 grid_for(const List& list) {
 template <class T>
 void launch_adam_step(const AdamTensorList<T>& list, const AdamHyperParameters& options) {
   if (list.count == 0) return;
-  adam_step_kernel<<<grid_for(list), kThreadsPerBlock>>>(list, options);
+  adam_step_kernel<<<grid_for(list), kThreadsPerBlock, 0, current_stream()>>>(list, options);
   check_launch("adam_step");
 }
 
 template <class T>
 void launch_sgd_step(const SGDTensorList<T>& list, const SGDHyperParameters& options) {
   if (list.count == 0) return;
-  sgd_step_kernel<<<grid_for(list), kThreadsPerBlock>>>(list, options);
+  sgd_step_kernel<<<grid_for(list), kThreadsPerBlock, 0, current_stream()>>>(list, options);
   check_launch("sgd_step");
 }
 

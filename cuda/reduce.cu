@@ -20,6 +20,7 @@
 #include "cuda/check.h"
 #include "cuda/launch.h"
 #include "cuda/reduce_kernels.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -295,7 +296,7 @@ void launch_reduce(const char* name, Op op, int64_t outer, int64_t reduce, int64
   if (outputs == 0) return;
   const bool cooperative = inner == 1 || outputs < kFewOutputs;
   const unsigned blocks = cooperative ? blocks_for(outputs, 1) : blocks_for(outputs);
-  reduce_kernel<<<blocks, kThreadsPerBlock>>>(op, outer, reduce, inner, cooperative);
+  reduce_kernel<<<blocks, kThreadsPerBlock, 0, current_stream()>>>(op, outer, reduce, inner, cooperative);
   check_launch(name);
 }
 
@@ -373,10 +374,11 @@ void split_pass(const char* name, const Split& split, const T* x, PassOf pass_of
   using Pass = typename PassOf::Pass;
   static_assert(sizeof(typename Pass::State) <= kMaxStateBytes);
   auto* partials = split.partials<typename Pass::State>();
-  partial_kernel<<<blocks_for(split.outputs * split.splits, 1), kThreadsPerBlock>>>(pass_of, x, split, partials);
+  partial_kernel<<<blocks_for(split.outputs * split.splits, 1), kThreadsPerBlock, 0, current_stream()>>>(
+      pass_of, x, split, partials);
   check_launch(name);
-  combine_kernel<Pass><<<blocks_for(split.outputs, 1), kThreadsPerBlock>>>(partials, split.outputs, split.splits,
-                                                                          store);
+  combine_kernel<Pass><<<blocks_for(split.outputs, 1), kThreadsPerBlock, 0, current_stream()>>>(
+      partials, split.outputs, split.splits, store);
   check_launch(name);
 }
 

@@ -2,6 +2,7 @@
 // fill value as a 0-d operand), and the triangular masks of tril and triu.
 #include "cuda/elementwise.cuh"
 #include "cuda/select_kernels.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -34,7 +35,8 @@ void launch_where(const StridedLayout<4>& layout, int64_t n, T* out, const bool*
 template <class T>
 void launch_triangle(T* out, const T* x, int64_t count, int64_t rows, int64_t cols, int64_t diagonal, bool lower) {
   if (count == 0) return;
-  triangle_kernel<<<blocks_for(count), kThreadsPerBlock>>>(out, x, count, rows, cols, diagonal, lower);
+  triangle_kernel<<<blocks_for(count), kThreadsPerBlock, 0, current_stream()>>>(
+      out, x, count, rows, cols, diagonal, lower);
   check_launch(lower ? "tril" : "triu");
 }
 

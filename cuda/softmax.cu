@@ -9,6 +9,7 @@
 #include "cuda/check.h"
 #include "cuda/launch.h"
 #include "cuda/softmax_kernels.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -91,9 +92,10 @@ template <class T>
 void launch_softmax_forward(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
   if (outer * n * inner == 0) return;  // nothing to write; core guards too, but the kernels table is public
   if (inner == 1) {
-    softmax_rows<<<blocks_for(outer * kRowThreads, kRowThreads), kRowThreads>>>(x, y, outer, n, log);
+    softmax_rows<<<blocks_for(outer * kRowThreads, kRowThreads), kRowThreads, 0, current_stream()>>>(
+        x, y, outer, n, log);
   } else {
-    softmax_columns<<<blocks_for(outer * inner), kThreadsPerBlock>>>(x, y, outer, n, inner, log);
+    softmax_columns<<<blocks_for(outer * inner), kThreadsPerBlock, 0, current_stream()>>>(x, y, outer, n, inner, log);
   }
   check_launch(log ? "log_softmax" : "softmax");
 }
@@ -103,11 +105,11 @@ void launch_softmax_backward(const T* grad_y, const T* y, T* grad_x, int64_t out
                              bool log) {
   if (outer * n * inner == 0) return;
   if (inner == 1) {
-    softmax_backward_rows<<<blocks_for(outer * kRowThreads, kRowThreads), kRowThreads>>>(grad_y, y, grad_x, outer,
-                                                                                          n, log);
+    softmax_backward_rows<<<blocks_for(outer * kRowThreads, kRowThreads), kRowThreads, 0, current_stream()>>>(
+        grad_y, y, grad_x, outer, n, log);
   } else {
-    softmax_backward_columns<<<blocks_for(outer * inner), kThreadsPerBlock>>>(grad_y, y, grad_x, outer, n, inner,
-                                                                              log);
+    softmax_backward_columns<<<blocks_for(outer * inner), kThreadsPerBlock, 0, current_stream()>>>(
+        grad_y, y, grad_x, outer, n, inner, log);
   }
   check_launch(log ? "log_softmax backward" : "softmax backward");
 }

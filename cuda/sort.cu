@@ -10,6 +10,7 @@
 #include "cuda/check.h"
 #include "cuda/launch.h"
 #include "cuda/sort_kernels.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -83,8 +84,8 @@ __global__ void sort_rows(const T* x, T* values, int64_t* indices, int64_t rows,
 template <class T>
 void launch_sort(const T* x, T* values, int64_t* indices, int64_t rows, int64_t length, int64_t k, bool descending) {
   if (rows == 0 || k == 0) return;
-  sort_rows<<<blocks_for(rows * kSortThreads, kSortThreads), kSortThreads>>>(x, values, indices, rows, length, k,
-                                                                             descending);
+  sort_rows<<<blocks_for(rows * kSortThreads, kSortThreads), kSortThreads, 0, current_stream()>>>(
+      x, values, indices, rows, length, k, descending);
   check_launch("sort");
 }
 
