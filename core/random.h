@@ -36,21 +36,41 @@ EMBER_HOST_DEVICE inline PhiloxState resolve(const PhiloxState& state) {
   return {state.graph_seed_and_offset[0], state.graph_seed_and_offset[1] + state.offset, nullptr};
 }
 
+// Where a draw's kernel runs: only GPU draws can be recorded into a CUDA graph.
+enum class DrawOn { kCPU, kGPU };
+
 // The global generator. Each random op reserves `counters` counters (4 random 32-bit words
 // each) and draws from them, so consecutive ops never reuse numbers.
+//
+// While a CUDA graph is captured (between begin_graph_capture and end_graph_capture), the
+// kernels are recorded, not run, and a replay must draw fresh numbers each time without the
+// host being involved. So a GPU draw then gets an offset relative to a (seed, base) pair in
+// device memory, and the offset of the generator does not move; the capture ends knowing how
+// many counters one replay spans, and before each replay reserve(that many) gives the pair's
+// value. Replay n thus draws exactly the counters the n-th uncaptured run of the same step
+// would have drawn. A CPU draw inside a capture would run once, at capture, and never on a
+// replay, so it is refused.
 class Generator {
  public:
   static Generator& global();
   void seed(uint64_t seed);
   uint64_t initial_seed() const { return seed_; }
-  PhiloxState reserve(uint64_t counters);
+  PhiloxState reserve(uint64_t counters, DrawOn where = DrawOn::kCPU);
   // For checkpoints: the whole state is (seed, offset).
   PhiloxState state() const { return {seed_, offset_}; }
   void set_state(PhiloxState state);
 
+  // `device_seed_and_offset`: the device address of the pair the replays' kernels read.
+  void begin_graph_capture(const uint64_t* device_seed_and_offset);
+  // The counters one replay of the captured work draws.
+  uint64_t end_graph_capture();
+  bool is_capturing() const { return capture_base_ != nullptr; }
+
  private:
   uint64_t seed_ = 5489;
   uint64_t offset_ = 0;
+  const uint64_t* capture_base_ = nullptr;  // set while a graph is captured
+  uint64_t captured_counters_ = 0;          // drawn, relative to it, so far
 };
 
 // Philox 4x32-10's round multipliers, and the increments of the key between rounds (a Weyl

@@ -169,7 +169,8 @@ Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
     if (options.attn_mask.defined()) args.mask = expand(options.attn_mask, scores_shape);
     // The same draw as dropout() on the weights makes: the two forms drop the same weights.
     if (args.dropout_p > 0.0) {
-      args.dropout_state = Generator::global().reserve((static_cast<uint64_t>(numel_of(scores_shape)) + 3) / 4);
+      args.dropout_state = Generator::global().reserve((static_cast<uint64_t>(numel_of(scores_shape)) + 3) / 4,
+                                                       q.device().is_cuda() ? DrawOn::kGPU : DrawOn::kCPU);
     }
     Shape out_shape = q.sizes();
     out_shape.back() = value_embed;

@@ -75,7 +75,8 @@ Tensor dropout(const Tensor& x, double p, bool train) {
     return autograd::record("dropout", out, {x}, [](const Tensor& grad) { return autograd::grads(zeros_like(grad)); });
   }
   const Tensor input = contiguous(x);
-  const PhiloxState state = Generator::global().reserve((static_cast<uint64_t>(x.numel()) + 3) / 4);
+  const PhiloxState state = Generator::global().reserve((static_cast<uint64_t>(x.numel()) + 3) / 4,
+                                                         x.device().is_cuda() ? DrawOn::kGPU : DrawOn::kCPU);
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   if (out.numel() > 0) kernels::dropout[x.device()](out, input, p, state);
   return autograd::record("dropout", out, {x}, [p, state](const Tensor& grad) {

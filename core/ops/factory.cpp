@@ -115,24 +115,30 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   return finish(out, options);
 }
 
+namespace {
+// Where the kernel filling `out` draws: a GPU draw may be recorded into a CUDA graph.
+DrawOn draw_on(const Tensor& out) { return out.device().is_cuda() ? DrawOn::kGPU : DrawOn::kCPU; }
+}  // namespace
+
 Tensor rand(const Shape& shape, TensorOptions options) {
   Tensor out = make_tensor(shape, options.dtype(), options.device());
   const uint64_t words = out.numel() * words_per_element(out.dtype(), 0);
-  kernels::uniform[out.device()](out, Generator::global().reserve((words + 3) / 4));
+  kernels::uniform[out.device()](out, Generator::global().reserve((words + 3) / 4, draw_on(out)));
   return finish(out, options);
 }
 
 Tensor randn(const Shape& shape, TensorOptions options) {
   Tensor out = make_tensor(shape, options.dtype(), options.device());
   const uint64_t words = out.numel() * words_per_element(out.dtype(), 1);
-  kernels::normal[out.device()](out, Generator::global().reserve((words + 3) / 4));
+  kernels::normal[out.device()](out, Generator::global().reserve((words + 3) / 4, draw_on(out)));
   return finish(out, options);
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options) {
   EMBER_CHECK(high > low, "randint: high ({}) must be greater than low ({})", high, low);
   Tensor out = make_tensor(shape, options.dtype(), options.device());
-  kernels::randint[out.device()](out, low, high - low, Generator::global().reserve((2 * out.numel() + 3) / 4));
+  kernels::randint[out.device()](out, low, high - low,
+                                  Generator::global().reserve((2 * out.numel() + 3) / 4, draw_on(out)));
   return finish(out, options);
 }
 
