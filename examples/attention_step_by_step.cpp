@@ -70,10 +70,10 @@ int main(int argc, char** argv) {
   int64_t layer = 0, head = 8;
   app.add_option("--text", sentence, "the sentence to follow through the model")->capture_default_str();
   app.add_option("--layer", layer, "the encoder layer whose attention the heatmap draws")
-      ->check(CLI::Range(int64_t{0}, kNumLayers - 1))
+      ->check(examples::between(0, kNumLayers - 1))
       ->capture_default_str();
   app.add_option("--head", head, "the attention head the heatmap draws")
-      ->check(CLI::Range(int64_t{0}, kNumHeads - 1))
+      ->check(examples::between(0, kNumHeads - 1))
       ->capture_default_str();
 
   return examples::run_main(app, argc, argv, common, [&] {

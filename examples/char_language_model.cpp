@@ -522,22 +522,6 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
              val_loss, val_loss / std::log(2.0), last_step, elapsed() / 60);
 }
 
-// Checks for numeric options. CLI11's PositiveNumber and NonNegativeNumber refuse a value by
-// printing their range, up to 1.8e308; these say what is wrong in a few words.
-CLI::Validator number_above(double low, bool or_equal) {
-  return CLI::Validator(
-      [low, or_equal](std::string& text) -> std::string {
-        double value = 0;
-        if (!CLI::detail::lexical_cast(text, value) || !(or_equal ? value >= low : value > low)) {
-          return fmt::format("expected a number {} {}, got {}", or_equal ? ">=" : ">", low, text);
-        }
-        return "";
-      },
-      or_equal ? "NUMBER >= " + std::to_string(static_cast<int>(low)) : "NUMBER > " + std::to_string(static_cast<int>(low)));
-}
-const CLI::Validator kPositive = number_above(0, false);
-const CLI::Validator kNonNegative = number_above(0, true);
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -546,38 +530,38 @@ int main(int argc, char** argv) {
   examples::add_common_options(app, common);
   TrainingRequest request;
   Recipe& recipe = request.recipe;
-  app.add_option("--minutes", request.minutes, "training time budget")->check(kPositive)->capture_default_str();
+  app.add_option("--minutes", request.minutes, "training time budget")->check(examples::above(0))->capture_default_str();
   app.add_option("--steps", request.steps, "training steps (0: as many as fit in --minutes)")
-      ->check(kNonNegative)
+      ->check(examples::at_least(0))
       ->capture_default_str();
   app.add_option("--eval-every", request.eval_every, "steps between evaluations, samples and checkpoints")
-      ->check(kPositive)
+      ->check(examples::above(0))
       ->capture_default_str();
-  app.add_option("--context", recipe.context, "characters the model reads")->check(CLI::Range(2, 4096))->capture_default_str();
-  app.add_option("--d-model", recipe.d_model, "width of the model")->check(kPositive)->capture_default_str();
-  app.add_option("--layers", recipe.layers, "transformer blocks")->check(kPositive)->capture_default_str();
-  app.add_option("--heads", recipe.heads, "attention heads")->check(kPositive)->capture_default_str();
-  app.add_option("--d-ff", recipe.d_ff, "width of the feed-forward layers")->check(kPositive)->capture_default_str();
+  app.add_option("--context", recipe.context, "characters the model reads")->check(examples::between(2, 4096))->capture_default_str();
+  app.add_option("--d-model", recipe.d_model, "width of the model")->check(examples::above(0))->capture_default_str();
+  app.add_option("--layers", recipe.layers, "transformer blocks")->check(examples::above(0))->capture_default_str();
+  app.add_option("--heads", recipe.heads, "attention heads")->check(examples::above(0))->capture_default_str();
+  app.add_option("--d-ff", recipe.d_ff, "width of the feed-forward layers")->check(examples::above(0))->capture_default_str();
   app.add_option("--activation", recipe.activation, "of the feed-forward layers")
       ->check(CLI::IsMember({"gelu", "relu"}))
       ->capture_default_str();
-  app.add_option("--dropout", recipe.dropout, "dropout rate")->check(CLI::Range(0.0, 0.9))->capture_default_str();
-  app.add_option("--batch", recipe.batch, "windows per step")->check(kPositive)->capture_default_str();
-  app.add_option("--lr", recipe.lr, "peak learning rate")->check(kPositive)->capture_default_str();
-  app.add_option("--warmup", recipe.warmup, "warmup steps")->check(kNonNegative)->capture_default_str();
-  app.add_option("--weight-decay", recipe.weight_decay, "AdamW's weight decay")->check(kNonNegative)->capture_default_str();
-  app.add_option("--clip", recipe.clip, "gradient norm clipping")->check(kPositive)->capture_default_str();
+  app.add_option("--dropout", recipe.dropout, "dropout rate")->check(examples::between(0.0, 0.9))->capture_default_str();
+  app.add_option("--batch", recipe.batch, "windows per step")->check(examples::above(0))->capture_default_str();
+  app.add_option("--lr", recipe.lr, "peak learning rate")->check(examples::above(0))->capture_default_str();
+  app.add_option("--warmup", recipe.warmup, "warmup steps")->check(examples::at_least(0))->capture_default_str();
+  app.add_option("--weight-decay", recipe.weight_decay, "AdamW's weight decay")->check(examples::at_least(0))->capture_default_str();
+  app.add_option("--clip", recipe.clip, "gradient norm clipping")->check(examples::above(0))->capture_default_str();
   app.add_option("--prompt", request.prompt, "the text the samples during training continue")->capture_default_str();
   std::string sample_prompt;
   CLI::Option* sample_option =
       app.add_option("--sample", sample_prompt, "load the model saved in --out and continue this text");
   SampleRequest& sampling = request.sampling;
-  app.add_option("--length", sampling.length, "characters to sample")->check(CLI::Range(int64_t{0}, int64_t{100000}))->capture_default_str();
+  app.add_option("--length", sampling.length, "characters to sample")->check(examples::between(0, 100000))->capture_default_str();
   app.add_option("--temperature", sampling.temperature, "sampling temperature (0: always the likeliest character)")
-      ->check(kNonNegative)
+      ->check(examples::at_least(0))
       ->capture_default_str();
   app.add_option("--top-k", sampling.top_k, "draw among the k likeliest characters only (0: all)")
-      ->check(kNonNegative)
+      ->check(examples::at_least(0))
       ->capture_default_str();
 
   return examples::run_main(app, argc, argv, common, [&] {

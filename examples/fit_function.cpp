@@ -3,14 +3,14 @@
 //
 //   ./build/examples/fit_function [--steps N] [--seed S]
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <numbers>
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/run_main.h"
 #include "ember.h"
 
 using namespace ember;
@@ -54,57 +54,57 @@ struct Adam {
   }
 };
 
-int parse_flag(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
-  }
-  return fallback;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int steps = parse_flag(argc, argv, "--steps", 2000);
-  manual_seed(static_cast<uint64_t>(parse_flag(argc, argv, "--seed", 0)));
+  CLI::App app{"ember's core demo: an MLP learns sin(x) with tensors, autograd and a hand-written Adam"};
+  int steps = 2000;
+  uint64_t seed = 0;
+  app.add_option("--steps", steps, "training steps")->check(examples::above(0))->capture_default_str();
+  app.add_option("--seed", seed, "random seed")->check(examples::at_least(0))->capture_default_str();
 
-  // 256 points on [-pi, pi] as a column: x [256, 1], target sin(x) [256, 1].
-  const Tensor x = arange(-std::numbers::pi, std::numbers::pi, 2 * std::numbers::pi / 256).reshape({-1, 1});
-  const Tensor target = sin(x);
-  fmt::print("data: x {} -> sin(x) {}\n", shape_str(x.sizes()), shape_str(target.sizes()));
+  return examples::run_main(app, argc, argv, [&] {
+    manual_seed(seed);
 
-  // 1 -> 32 -> 32 -> 1 with tanh between the layers.
-  const int64_t hidden = 32;
-  Tensor w1 = make_parameter({hidden, 1}, 1), b1 = make_parameter({hidden}, 1);
-  Tensor w2 = make_parameter({hidden, hidden}, hidden), b2 = make_parameter({hidden}, hidden);
-  Tensor w3 = make_parameter({1, hidden}, hidden), b3 = make_parameter({1}, hidden);
-  Adam optimizer({w1, b1, w2, b2, w3, b3});
-  fmt::print("model: Linear(1, {0}) tanh Linear({0}, {0}) tanh Linear({0}, 1), {1} parameters\n", hidden,
-             hidden * 2 + hidden * hidden + hidden + hidden + 1);
+    // 256 points on [-pi, pi] as a column: x [256, 1], target sin(x) [256, 1].
+    const Tensor x = arange(-std::numbers::pi, std::numbers::pi, 2 * std::numbers::pi / 256).reshape({-1, 1});
+    const Tensor target = sin(x);
+    fmt::print("data: x {} -> sin(x) {}\n", shape_str(x.sizes()), shape_str(target.sizes()));
 
-  double loss_value = 0;
-  for (int step = 1; step <= steps; ++step) {
-    const Tensor h1 = tanh(linear(x, w1, b1));
-    const Tensor h2 = tanh(linear(h1, w2, b2));
-    const Tensor prediction = linear(h2, w3, b3);
-    const Tensor loss = mean(pow(sub(prediction, target), 2.0));  // mean squared error
+    // 1 -> 32 -> 32 -> 1 with tanh between the layers.
+    const int64_t hidden = 32;
+    Tensor w1 = make_parameter({hidden, 1}, 1), b1 = make_parameter({hidden}, 1);
+    Tensor w2 = make_parameter({hidden, hidden}, hidden), b2 = make_parameter({hidden}, hidden);
+    Tensor w3 = make_parameter({1, hidden}, hidden), b3 = make_parameter({1}, hidden);
+    Adam optimizer({w1, b1, w2, b2, w3, b3});
+    fmt::print("model: Linear(1, {0}) tanh Linear({0}, {0}) tanh Linear({0}, 1), {1} parameters\n", hidden,
+               hidden * 2 + hidden * hidden + hidden + hidden + 1);
 
-    optimizer.zero_grad();
-    loss.backward();
-    optimizer.step();
+    double loss_value = 0;
+    for (int step = 1; step <= steps; ++step) {
+      const Tensor h1 = tanh(linear(x, w1, b1));
+      const Tensor h2 = tanh(linear(h1, w2, b2));
+      const Tensor prediction = linear(h2, w3, b3);
+      const Tensor loss = mean(pow(sub(prediction, target), 2.0));  // mean squared error
 
-    loss_value = loss.item();
-    if (step == 1 || step % (steps / 10 > 0 ? steps / 10 : 1) == 0) {
-      fmt::print("step {:5d}  loss {:.6f}\n", step, loss_value);
+      optimizer.zero_grad();
+      loss.backward();
+      optimizer.step();
+
+      loss_value = loss.item();
+      if (step == 1 || step % (steps / 10 > 0 ? steps / 10 : 1) == 0) {
+        fmt::print("step {:5d}  loss {:.6f}\n", step, loss_value);
+      }
     }
-  }
 
-  NoGradGuard no_grad;
-  const Tensor probe = tensor({-2.0f, -1.0f, 0.0f, 1.0f, 2.0f}, {5, 1});
-  const Tensor fitted = linear(tanh(linear(tanh(linear(probe, w1, b1)), w2, b2)), w3, b3);
-  fmt::print("\n     x   sin(x)   model\n");
-  for (int i = 0; i < 5; ++i) {
-    const double xi = probe.at<float>(i, 0);
-    fmt::print("{:6.2f}  {:7.4f}  {:7.4f}\n", xi, std::sin(xi), fitted.at<float>(i, 0));
-  }
-  return loss_value < 1e-2 ? 0 : 1;
+    NoGradGuard no_grad;
+    const Tensor probe = tensor({-2.0f, -1.0f, 0.0f, 1.0f, 2.0f}, {5, 1});
+    const Tensor fitted = linear(tanh(linear(tanh(linear(probe, w1, b1)), w2, b2)), w3, b3);
+    fmt::print("\n     x   sin(x)   model\n");
+    for (int i = 0; i < 5; ++i) {
+      const double xi = probe.at<float>(i, 0);
+      fmt::print("{:6.2f}  {:7.4f}  {:7.4f}\n", xi, std::sin(xi), fitted.at<float>(i, 0));
+    }
+    return loss_value < 1e-2 ? 0 : 1;
+  });
 }

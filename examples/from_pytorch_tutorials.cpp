@@ -26,6 +26,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/run_main.h"
 #include "ember.h"
 
 using namespace ember;
@@ -928,24 +929,22 @@ void einsum_notebooks() {
 int main(int argc, char** argv) {
   CLI::App app{"From the PyTorch tutorials to ember: each tutorial class built in ember and checked"};
   uint64_t seed = 0;
-  app.add_option("--seed", seed, "random seed");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--seed", seed, "random seed")->check(examples::at_least(0));
 
-  try {
+  return examples::run_main(app, argc, argv, [&] {
     manual_seed(seed);
-    // Only forward passes below: recording a graph for backward would cost time and memory.
-    NoGradGuard no_grad;
-    chapter_three();
-    attention_is_all_you_need();
-    einsum_notebooks();
-  } catch (const Error& error) {
-    fmt::print(stderr, "error: {}\n", error.what());
-    return 1;
-  }
-  if (failed_checks > 0) {
-    fmt::print(stderr, "\nerror: {} check(s) failed\n", failed_checks);
-    return 1;
-  }
-  fmt::print("\nevery check passed\n");
-  return 0;
+    {
+      // Only forward passes below: recording a graph for backward would cost time and memory.
+      NoGradGuard no_grad;
+      chapter_three();
+      attention_is_all_you_need();
+      einsum_notebooks();
+    }
+    if (failed_checks > 0) {
+      fmt::print(stderr, "\nerror: {} check(s) failed\n", failed_checks);
+      return 1;
+    }
+    fmt::print("\nevery check passed\n");
+    return 0;
+  });
 }

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/run_main.h"
 #include "ember.h"
 
 using namespace ember;
@@ -100,10 +101,9 @@ struct Expectations {
 int main(int argc, char** argv) {
   CLI::App app{"Gradient checking with ember's gradcheck: ops, layers, a whole block, and a broken backward"};
   uint64_t seed = 0;
-  app.add_option("--seed", seed, "random seed");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--seed", seed, "random seed")->check(examples::at_least(0));
 
-  try {
+  return examples::run_main(app, argc, argv, [&] {
     manual_seed(seed);
     Expectations expectations;
 
@@ -246,8 +246,5 @@ int main(int argc, char** argv) {
 
     if (expectations.unexpected == 0) fmt::print("\nevery correct gradient passed and every broken one was caught\n");
     return expectations.unexpected == 0 ? 0 : 1;
-  } catch (const Error& error) {
-    fmt::print(stderr, "error: {}\n", error.what());
-    return 1;
-  }
+  });
 }

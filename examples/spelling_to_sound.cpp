@@ -729,41 +729,41 @@ int main(int argc, char** argv) {
   bool evaluate_only = false;
   app.add_option("--say", say_words, "pronounce these words with the saved model (no training)");
   app.add_flag("--evaluate", evaluate_only, "evaluate the saved model on the test split (no training)");
-  app.add_option("--minutes", recipe.minutes, "training time budget")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--minutes", recipe.minutes, "training time budget")->check(examples::above(0))->capture_default_str();
   app.add_option("--steps", recipe.steps, "training steps (0: as many as fit in --minutes)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(examples::at_least(0))
       ->capture_default_str();
-  app.add_option("--d-model", recipe.d_model, "model width")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--heads", recipe.heads, "attention heads")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--d-ff", recipe.d_ff, "feed-forward width")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--d-model", recipe.d_model, "model width")->check(examples::above(0))->capture_default_str();
+  app.add_option("--heads", recipe.heads, "attention heads")->check(examples::above(0))->capture_default_str();
+  app.add_option("--d-ff", recipe.d_ff, "feed-forward width")->check(examples::above(0))->capture_default_str();
   app.add_option("--layers", recipe.layers, "encoder layers, and as many decoder layers")
-      ->check(CLI::PositiveNumber)
+      ->check(examples::above(0))
       ->capture_default_str();
-  app.add_option("--dropout", recipe.dropout, "dropout rate")->check(CLI::Range(0.0, 0.9))->capture_default_str();
-  app.add_option("--clip", recipe.clip_norm, "gradient clipping norm")->capture_default_str();
-  app.add_option("--batch", recipe.batch, "words a step")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--lr", recipe.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--warmup", recipe.warmup, "warm-up steps")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--dropout", recipe.dropout, "dropout rate")->check(examples::between(0.0, 0.9))->capture_default_str();
+  app.add_option("--clip", recipe.clip_norm, "gradient clipping norm")->check(examples::above(0))->capture_default_str();
+  app.add_option("--batch", recipe.batch, "words a step")->check(examples::above(0))->capture_default_str();
+  app.add_option("--lr", recipe.lr, "peak learning rate")->check(examples::above(0))->capture_default_str();
+  app.add_option("--warmup", recipe.warmup, "warm-up steps")->check(examples::at_least(0))->capture_default_str();
   app.add_option("--weight-decay", recipe.weight_decay, "AdamW's weight decay")
-      ->check(CLI::NonNegativeNumber)
+      ->check(examples::at_least(0))
       ->capture_default_str();
   app.add_option("--label-smoothing", recipe.label_smoothing, "label smoothing")
-      ->check(CLI::Range(0.0, 0.9))
+      ->check(examples::between(0.0, 0.9))
       ->capture_default_str();
   app.add_option("--eval-every", recipe.eval_every, "steps between evaluations")
-      ->check(CLI::PositiveNumber)
+      ->check(examples::above(0))
       ->capture_default_str();
   app.add_option("--eval-words", recipe.eval_words, "test words evaluated during training (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(examples::at_least(0))
       ->capture_default_str();
   app.add_option("--beam", recipe.beam_size, "beam size of the final evaluation")
-      ->check(CLI::Range(1, 32))
+      ->check(examples::between(1, 32))
       ->capture_default_str();
   app.add_option("--beam-words", recipe.beam_words, "test words evaluated by beam search (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(examples::at_least(0))
       ->capture_default_str();
   app.add_option("--length-penalty", recipe.length_penalty, "beam search ranks by log-probability / length^this")
-      ->check(CLI::Range(0.0, 5.0))
+      ->check(examples::between(0.0, 5.0))
       ->capture_default_str();
   return examples::run_main(app, argc, argv, common, [&] {
     if (say_words) {

@@ -184,18 +184,20 @@ int main(int argc, char** argv) {
   double lr = 1e-3, weight_decay = 0.01, minutes = 2.0;
   std::string sentence;
   int64_t layer = -1, head = 0;
-  app.add_option("--epochs", epochs, "passes over the 2,400 training sentences")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--batch", batch_size, "sentences per step")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--lr", lr, "peak learning rate (AdamW)")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--weight-decay", weight_decay, "AdamW's decoupled weight decay")->capture_default_str();
-  app.add_option("--d-model", recipe.d_model, "width of the model")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--layers", recipe.layers, "encoder layers")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--heads", recipe.heads, "attention heads")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--dropout", recipe.dropout, "dropout probability")->check(CLI::Range(0.0, 0.9))->capture_default_str();
-  app.add_option("--minutes", minutes, "stop training after this long even if epochs remain")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--epochs", epochs, "passes over the 2,400 training sentences")->check(examples::above(0))->capture_default_str();
+  app.add_option("--batch", batch_size, "sentences per step")->check(examples::above(0))->capture_default_str();
+  app.add_option("--lr", lr, "peak learning rate (AdamW)")->check(examples::above(0))->capture_default_str();
+  app.add_option("--weight-decay", weight_decay, "AdamW's decoupled weight decay")
+      ->check(examples::at_least(0))
+      ->capture_default_str();
+  app.add_option("--d-model", recipe.d_model, "width of the model")->check(examples::above(0))->capture_default_str();
+  app.add_option("--layers", recipe.layers, "encoder layers")->check(examples::above(0))->capture_default_str();
+  app.add_option("--heads", recipe.heads, "attention heads")->check(examples::above(0))->capture_default_str();
+  app.add_option("--dropout", recipe.dropout, "dropout probability")->check(examples::between(0.0, 0.9))->capture_default_str();
+  app.add_option("--minutes", minutes, "stop training after this long even if epochs remain")->check(examples::above(0))->capture_default_str();
   app.add_option("--predict", sentence, "classify this sentence with the saved model instead of training");
   app.add_option("--layer", layer, "--predict: the layer whose attention is drawn (-1: the last)")->capture_default_str();
-  app.add_option("--head", head, "--predict: the attention head drawn")->capture_default_str();
+  app.add_option("--head", head, "--predict: the attention head drawn")->check(examples::at_least(0))->capture_default_str();
 
   return examples::run_main(app, argc, argv, common, [&]() -> int {
     if (app.count("--predict") > 0) return predict(common, sentence, layer, head);

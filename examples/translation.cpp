@@ -381,44 +381,44 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "gpu"}))
       ->capture_default_str();
   app.add_option("--minutes", recipe.minutes, "time budget, from the start to the last training step")
-      ->check(CLI::PositiveNumber)
+      ->check(examples::above(0))
       ->capture_default_str();
   app.add_option("--epochs", recipe.epochs, "passes over the training pairs (0: as many as fit in --minutes)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(examples::at_least(0))
       ->capture_default_str();
   app.add_option("--steps", steps, "training steps (0: as many as fit in --minutes, measured after a few steps)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(examples::at_least(0))
       ->capture_default_str();
   app.add_option("--vocab", recipe.vocab_size, "BPE vocabulary size, shared by German and English")
-      ->check(CLI::Range(int64_t{text::BpeTokenizer::kBaseVocabSize}, int64_t{1000000}))
+      ->check(examples::between(text::BpeTokenizer::kBaseVocabSize, 1000000))
       ->capture_default_str();
-  app.add_option("--d-model", recipe.d_model, "model width")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--d-model", recipe.d_model, "model width")->check(examples::above(0))->capture_default_str();
   app.add_option("--layers", recipe.layers, "encoder layers, and as many decoder layers")
-      ->check(CLI::PositiveNumber)
+      ->check(examples::above(0))
       ->capture_default_str();
-  app.add_option("--heads", recipe.heads, "attention heads")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--d-ff", recipe.d_ff, "feed-forward width")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--dropout", recipe.dropout, "dropout rate")->check(CLI::Range(0.0, 0.9))->capture_default_str();
+  app.add_option("--heads", recipe.heads, "attention heads")->check(examples::above(0))->capture_default_str();
+  app.add_option("--d-ff", recipe.d_ff, "feed-forward width")->check(examples::above(0))->capture_default_str();
+  app.add_option("--dropout", recipe.dropout, "dropout rate")->check(examples::between(0.0, 0.9))->capture_default_str();
   app.add_option("--label-smoothing", recipe.label_smoothing, "label smoothing")
-      ->check(CLI::Range(0.0, 0.9))
+      ->check(examples::between(0.0, 0.9))
       ->capture_default_str();
-  app.add_option("--lr", recipe.lr, "peak learning rate (AdamW)")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--warmup", recipe.warmup_steps, "warm-up steps")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--lr", recipe.lr, "peak learning rate (AdamW)")->check(examples::above(0))->capture_default_str();
+  app.add_option("--warmup", recipe.warmup_steps, "warm-up steps")->check(examples::above(0))->capture_default_str();
   app.add_option("--weight-decay", recipe.weight_decay, "AdamW weight decay")
-      ->check(CLI::NonNegativeNumber)
+      ->check(examples::at_least(0))
       ->capture_default_str();
   app.add_option("--batch-tokens", recipe.batch_tokens, "padded tokens per batch")
-      ->check(CLI::Range(int64_t{kMaxTrainTokens}, int64_t{1} << 30))
+      ->check(examples::between(kMaxTrainTokens, int64_t{1} << 30))
       ->capture_default_str();
   app.add_option("--eval-every", eval_every, "steps between evaluations (0: a tenth of the run)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(examples::at_least(0))
       ->capture_default_str();
   app.add_option("--eval-sentences", eval_sentences, "test sentences translated at each evaluation")
-      ->check(CLI::PositiveNumber)
+      ->check(examples::above(0))
       ->capture_default_str();
-  app.add_option("--beam", beam_size, "beam size")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--beam", beam_size, "beam size")->check(examples::between(1, 64))->capture_default_str();
   app.add_option("--length-penalty", length_penalty, "beam search: score / length^penalty")
-      ->check(CLI::Range(0.0, 5.0))
+      ->check(examples::between(0.0, 5.0))
       ->capture_default_str();
   app.add_option("--translate", sentence, "translate this German sentence with the model saved in --out");
 

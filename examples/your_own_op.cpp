@@ -11,6 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/options.h"
+#include "common/run_main.h"
 #include "ember.h"
 
 using namespace ember;
@@ -121,15 +123,16 @@ int main(int argc, char** argv) {
   CLI::App app{"Your own op: softplus through ember's extension API, checked and trained with"};
   int steps = 300;
   uint64_t seed = 0;
-  app.add_option("--steps", steps, "training steps")->check(CLI::Range(1, 1000000));
-  app.add_option("--seed", seed, "random seed");
+  app.add_option("--steps", steps, "training steps")->check(examples::between(1, 1000000));
+  app.add_option("--seed", seed, "random seed")->check(examples::at_least(0));
   std::string device_name = "cpu";
   int threads = 0;
   app.add_option("--device", device_name, "where the network trains: cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--threads", threads, "CPU threads (0: OMP_NUM_THREADS, else one per core)")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--threads", threads, "CPU threads (0: OMP_NUM_THREADS, else one per core)")
+      ->check(examples::at_least(0))
+      ->capture_default_str();
 
-  try {
+  return examples::run_main(app, argc, argv, [&] {
     // The op is written with tensor ops, so it runs wherever its input lives.
     const Device device = train::parse_device(device_name);
     train::set_threads(threads);
@@ -230,8 +233,5 @@ int main(int argc, char** argv) {
       return 1;
     }
     return 0;
-  } catch (const Error& error) {
-    fmt::print(stderr, "error: {}\n", error.what());
-    return 1;
-  }
+  });
 }

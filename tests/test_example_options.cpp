@@ -8,7 +8,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <utility>
 
 #include "../examples/common/options.h"
 #include "../examples/common/run_main.h"
@@ -86,6 +88,91 @@ TEST_CASE("a command-line error prints CLI11's message after 'error:' and return
   CHECK(run({"--threads", "-1"}, common, [&] { ran = true; }) != 0);
   CHECK(run({"--no-such-option"}, common, [&] { ran = true; }) != 0);
   CHECK_FALSE(ran);
+}
+
+// What run_main writes to stderr for a command line refused by the common options and add_options.
+template <class AddOptions>
+std::string error_message(std::vector<std::string> words, AddOptions&& add_options) {
+  examples::CommonOptions common;
+  CLI::App app{"an example"};
+  examples::add_common_options(app, common);
+  add_options(app);
+  Arguments arguments(std::move(words));
+  CapturedErrors errors;
+  const int code = examples::run_main(app, arguments.argc(), arguments.argv(), common, [] {});
+  CHECK(code != 0);
+  return errors.text.str();
+}
+
+TEST_CASE("an out-of-range number names the option, the bound and the value given") {
+  int64_t steps = 1, batch = 1, warmup = 0;
+  double dropout = 0.1, lr = 1e-3;
+  const auto add_options = [&](CLI::App& app) {
+    app.add_option("--steps", steps)->check(examples::at_least(0));
+    app.add_option("--batch", batch)->check(examples::above(0));
+    app.add_option("--lr", lr)->check(examples::above(0));
+    app.add_option("--dropout", dropout)->check(examples::between(0.0, 0.9));
+    app.add_option("--warmup", warmup)->check(examples::between(int64_t{0}, int64_t{1} << 30));
+  };
+  const std::string hint = "\nRun with --help for more information.\n";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--threads", "-1"}, "error: --threads: must be >= 0, got -1"},
+      {{"--seed", "-1"}, "error: --seed: must be >= 0, got -1"},
+      {{"--steps", "-3"}, "error: --steps: must be >= 0, got -3"},
+      {{"--batch", "0"}, "error: --batch: must be > 0, got 0"},
+      {{"--lr", "-0.5"}, "error: --lr: must be > 0, got -0.5"},
+      {{"--dropout", "1.5"}, "error: --dropout: must be between 0 and 0.9, got 1.5"},
+      {{"--warmup", "2000000000"}, "error: --warmup: must be between 0 and 1073741824, got 2000000000"},
+      {{"--lr", "nan"}, "error: --lr: must be > 0, got nan"},
+      {{"--batch", "many"}, "error: --batch: must be a number > 0, got 'many'"},
+  };
+  for (const auto& [words, expected] : cases) {
+    CAPTURE(words[0]);
+    const std::string message = error_message(words, add_options);
+    CHECK(message == expected + hint);
+    CHECK(message.find("179769") == std::string::npos);  // CLI11's own messages print the double max
+  }
+}
+
+TEST_CASE("numbers within their bounds are accepted, and --help shows the bounds") {
+  int64_t steps = 1;
+  double dropout = 0.1;
+  examples::CommonOptions common;
+  CLI::App app{"an example"};
+  examples::add_common_options(app, common);
+  app.add_option("--steps", steps)->check(examples::above(0));
+  app.add_option("--dropout", dropout)->check(examples::between(0.0, 0.9));
+  Arguments arguments({"--threads", "0", "--steps", "1", "--dropout", "0.9"});
+  CHECK(examples::run_main(app, arguments.argc(), arguments.argv(), common, [] {}) == 0);
+  CHECK(common.threads == 0);
+  CHECK(steps == 1);
+  CHECK(dropout == 0.9);
+  const std::string help = app.help();
+  CHECK(help.find("--threads INT:NONNEGATIVE=0") != std::string::npos);
+  CHECK(help.find("--steps INT:POSITIVE") != std::string::npos);
+  CHECK(help.find("--dropout FLOAT:IN [0, 0.9]") != std::string::npos);
+  CHECK(help.find("179769") == std::string::npos);
+}
+
+TEST_CASE("the examples check their numbers with the readable checks only") {
+  // CLI11's PositiveNumber, NonNegativeNumber and Range refuse a value with "Value -1 not in
+  // range 0.000000 to 1797693134862315708...": every example uses examples::at_least, above
+  // or between instead.
+  const std::filesystem::path examples_dir = std::filesystem::path(__FILE__).parent_path().parent_path() / "examples";
+  REQUIRE(std::filesystem::is_directory(examples_dir / "common"));
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(examples_dir)) {
+    const std::string extension = entry.path().extension().string();
+    if (extension != ".cpp" && extension != ".h") continue;
+    ++files;
+    std::ifstream file(entry.path());
+    const std::string source((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    for (const char* check : {"CLI::PositiveNumber", "CLI::NonNegativeNumber", "CLI::Range(", "atoi("}) {
+      CAPTURE(entry.path().string());
+      CHECK_MESSAGE(source.find(check) == std::string::npos, std::string(check));
+    }
+  }
+  CHECK(files > 5);
 }
 
 TEST_CASE("--help prints the options and exits 0 without running the body") {

@@ -1,5 +1,5 @@
 // The options every example takes (--device, --seed, --threads, --out, --data, --resume) on
-// a CLI11 app, and setup_run(), which acts on them.
+// a CLI11 app, setup_run(), which acts on them, and the checks of numeric options.
 //
 //   CLI::App app{"Train a text classifier on the sentiment sentences"};
 //   examples::CommonOptions common{.out_dir = "out/text_classifier"};
@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "core/device.h"
@@ -25,6 +26,38 @@
 #include "train/run_files.h"
 
 namespace ember::examples {
+
+// Checks for numeric options. A refused value reads "--threads: must be >= 0, got -1" (CLI11
+// puts the option's name first); CLI11's own PositiveNumber, NonNegativeNumber and Range print
+// their bounds as "%f", the largest double in full. --help shows "INT:NONNEGATIVE".
+//
+//   app.add_option("--threads", threads, "CPU threads")->check(examples::at_least(0));
+//   app.add_option("--dropout", dropout, "dropout rate")->check(examples::between(0.0, 0.9));
+inline CLI::Validator number_check(const std::string& requirement, const std::string& help,
+                                   std::function<bool(double)> accepts) {
+  return CLI::Validator(
+      [requirement, accepts](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) {
+          return fmt::format("must be a number {}, got '{}'", requirement, text);
+        }
+        if (!accepts(value)) return fmt::format("must be {}, got {}", requirement, text);  // NaN fails every test
+        return "";
+      },
+      help);
+}
+inline CLI::Validator at_least(double low) {
+  return number_check(fmt::format(">= {}", low), low == 0 ? "NONNEGATIVE" : fmt::format("AT LEAST {}", low),
+                      [low](double value) { return value >= low; });
+}
+inline CLI::Validator above(double low) {
+  return number_check(fmt::format("> {}", low), low == 0 ? "POSITIVE" : fmt::format("ABOVE {}", low),
+                      [low](double value) { return value > low; });
+}
+inline CLI::Validator between(double low, double high) {
+  return number_check(fmt::format("between {} and {}", low, high), fmt::format("IN [{}, {}]", low, high),
+                      [low, high](double value) { return value >= low && value <= high; });
+}
 
 struct CommonOptions {
   std::string device = "cpu";
@@ -44,9 +77,12 @@ struct CommonOptions {
 // defaults shown by --help (an example sets its own defaults before calling this).
 inline void add_common_options(CLI::App& app, CommonOptions& options) {
   app.add_option("--device", options.device, "where to train: cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--seed", options.seed, "random seed: the same seed gives the same run")->capture_default_str();
+  // CLI11 reads "-1" into a uint64_t as 2^64 - 1: the check refuses it first.
+  app.add_option("--seed", options.seed, "random seed: the same seed gives the same run")
+      ->check(at_least(0))
+      ->capture_default_str();
   app.add_option("--threads", options.threads, "CPU threads (0: OMP_NUM_THREADS, else one per core)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   app.add_option("--out", options.out_dir, "directory for the model, metrics CSV and plots")->capture_default_str();
   app.add_option("--data", options.data_dir, "directory of the data sets (bash scripts/fetch_data.sh fills it)")
