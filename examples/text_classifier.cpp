@@ -14,13 +14,15 @@
 //   4. Training: AdamW with a short warm-up and a cosine decay, batches of 32 sentences padded
 //      to their longest one, test accuracy after every epoch.
 //   5. Inference: --predict loads the saved model and vocabulary, prints the label and its
-//      probability, and draws which words attend to which (an SVG heatmap).
+//      probability, and draws which words attend to which (an SVG heatmap named after the
+//      sentence, so that each prediction keeps its own).
 #include <ember.h>
 
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/file_names.h"
 #include "common/options.h"
 #include "common/run_main.h"
 
@@ -165,7 +167,9 @@ int predict(const examples::CommonOptions& common, const std::string& sentence, 
 
   const int64_t chosen_layer = layer < 0 ? layer + recipe.layers : layer;
   const Tensor weights = model.attention_weights(input)[chosen_layer].select(0, 0).select(0, head);  // [S, S]
-  const std::string heatmap = common.out_path("attention.svg");
+  // One file per prediction: "attention-what-a-great-little-phone.svg", then "...-2.svg".
+  const std::string heatmap =
+      examples::unused_path(common.out_dir, "attention-" + examples::slug(sentence), ".svg").string();
   train::write_heatmap_svg(heatmap, weights.cpu(), tokens, tokens,
                            fmt::format("\"{}\": layer {}, head {} (rows: queries, columns: keys)", sentence,
                                        chosen_layer, head));

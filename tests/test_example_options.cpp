@@ -1,5 +1,5 @@
-// The examples' command line (examples/common/): the common options, and run_main turning
-// every failure into "error: ..." and an exit code.
+// The examples' command line (examples/common/): the common options, run_main turning every
+// failure into "error: ..." and an exit code, and the names of the files a run writes.
 #include "helpers.h"
 
 #if __has_include(<CLI/CLI.hpp>)
@@ -12,6 +12,7 @@
 #include <sstream>
 #include <utility>
 
+#include "../examples/common/file_names.h"
 #include "../examples/common/options.h"
 #include "../examples/common/run_main.h"
 
@@ -220,6 +221,38 @@ TEST_CASE("setup_run creates the output directory, and the files written since a
   CHECK(examples::size_text(812) == "812 B");
   CHECK(examples::size_text(2345) == "2.3 kB");
   std::filesystem::remove_all(out);
+}
+
+TEST_CASE("slug: a sentence as a short, file-system-safe name") {
+  CHECK(examples::slug("What a great little phone, I love it!") == "what-a-great-little-phone-i-love-it");
+  CHECK(examples::slug("  --Not   good...  ") == "not-good");
+  CHECK(examples::slug("../../etc/passwd") == "etc-passwd");     // no separators, no dots
+  CHECK(examples::slug("Caf\xc3\xa9 au lait") == "caf-au-lait");  // bytes outside ASCII separate words
+  CHECK(examples::slug("\xf0\x9f\x98\x80 !!") == "sentence");    // nothing left
+  CHECK(examples::slug("") == "sentence");
+  // Long sentences are cut at a word's end, or within a word too long for that.
+  CHECK(examples::slug("the quick brown fox jumps over the lazy dog and runs far away") ==
+        "the-quick-brown-fox-jumps-over-the-lazy");
+  CHECK(examples::slug(std::string(100, 'a')) == std::string(40, 'a'));
+  CHECK(examples::slug("a few words", 6) == "a-few");
+}
+
+TEST_CASE("unused_path: an existing file is kept, the new one takes the next index") {
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("ember_test_unused_path_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(directory);
+  std::filesystem::create_directories(directory);
+  const std::string stem = "attention-" + examples::slug("What a phone!");
+  const std::filesystem::path first = examples::unused_path(directory, stem, ".svg");
+  CHECK(first == directory / "attention-what-a-phone.svg");
+  std::ofstream(first) << "<svg/>";
+  const std::filesystem::path second = examples::unused_path(directory, stem, ".svg");
+  CHECK(second == directory / "attention-what-a-phone-2.svg");
+  std::ofstream(second) << "<svg/>";
+  CHECK(examples::unused_path(directory, stem, ".svg") == directory / "attention-what-a-phone-3.svg");
+  CHECK(examples::unused_path(directory, "attention-" + examples::slug("Not good."), ".svg") ==
+        directory / "attention-not-good.svg");
+  std::filesystem::remove_all(directory);
 }
 
 #else
