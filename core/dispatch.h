@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "core/device.h"
@@ -16,24 +17,29 @@ namespace ember {
 template <class Fn>
 class KernelCall;
 
-template <class... Args>
-class KernelCall<void(Args...)> {
+template <class Result, class... Args>
+class KernelCall<Result(Args...)> {
  public:
-  KernelCall(void (*kernel)(Args...), std::string_view op, bool on_gpu)
+  KernelCall(Result (*kernel)(Args...), std::string_view op, bool on_gpu)
       : kernel_(kernel), op_(op), on_gpu_(on_gpu) {}
 
-  void operator()(Args... args) const {
-    if (!profiler::detail::on) [[likely]] {
-      kernel_(std::forward<Args>(args)...);
-      return;
-    }
+  // Most kernels write into tensors they are given and return nothing; a few return what only
+  // the device knows how to shape (attention's saved statistics).
+  Result operator()(Args... args) const {
+    if (!profiler::detail::on) [[likely]] return kernel_(std::forward<Args>(args)...);
     profiler::KernelTimer timer(op_, on_gpu_);
-    kernel_(std::forward<Args>(args)...);
-    timer.stop();
+    if constexpr (std::is_void_v<Result>) {
+      kernel_(std::forward<Args>(args)...);
+      timer.stop();
+    } else {
+      Result result = kernel_(std::forward<Args>(args)...);
+      timer.stop();
+      return result;
+    }
   }
 
  private:
-  void (*kernel_)(Args...);
+  Result (*kernel_)(Args...);
   std::string_view op_;
   bool on_gpu_;
 };

@@ -15,6 +15,7 @@
 #   bash scripts/gpu_session.sh bench-fp32 # the same in three parts, for a machine that allows
 #   bash scripts/gpu_session.sh bench-tf32 #   ten minutes a command: each TF32 setting apart,
 #   bash scripts/gpu_session.sh bench-report  # then RESULTS-cuda.md from both
+#   bash scripts/gpu_session.sh bench-attention  # fused CUDA attention against the composed ops
 #   bash scripts/gpu_session.sh all        # build, test, bench
 #
 # Each stage writes its log to $OUT (or ./gpu-logs) and stops at the first failure. The build
@@ -100,6 +101,12 @@ bench_report() {
   cp benchmarks/RESULTS-cuda.md "$LOGS/" 2>/dev/null || true
 }
 bench() { bench_fp32 && bench_tf32 && bench_report; }
+# The fused attention kernels against the composed ops, and at long sequences (op benchmark).
+bench_attention() {
+  unpack
+  "$BUILD/benchmarks/bench_cuda_attention" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$LOGS/bench-attention.json" --benchmark_out_format=json
+}
 
 stage=${1:-all}
 run_stage() {
@@ -116,6 +123,7 @@ case "$stage" in
   bench-fp32) run_stage bench-fp32 bench_fp32 ;;
   bench-tf32) run_stage bench-tf32 bench_tf32 ;;
   bench-report) run_stage bench-report bench_report ;;
+  bench-attention) run_stage bench-attention bench_attention ;;
   all) run_stage build build && run_stage test test_stage && run_stage bench bench ;;
-  *) echo "usage: $0 fetch|build|test|examples|translate|bench|bench-fp32|bench-tf32|bench-report|all" >&2; exit 2 ;;
+  *) echo "usage: $0 fetch|build|test|examples|translate|bench|bench-fp32|bench-tf32|bench-report|bench-attention|all" >&2; exit 2 ;;
 esac

@@ -24,11 +24,11 @@
 
 namespace ember {
 namespace kernels {
-constinit KernelTable<void(const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
-                           const AttentionArgs& args)>
+constinit KernelTable<Tensor(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const AttentionArgs& args)>
     attention{"attention"};
 constinit KernelTable<void(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v, const Tensor& grad_out,
-                           const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
+                           const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& saved,
                            const AttentionArgs& args)>
     attention_backward{"attention_backward"};
 }  // namespace kernels
@@ -160,7 +160,7 @@ Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
   const int64_t batch = numel_of(Shape(scores_shape.begin(), scores_shape.end() - 2));
   const int64_t target_length = q_in.size(-2), source_length = k_in.size(-2), embed = q_in.size(-1),
                 value_embed = v_in.size(-1);
-  Tensor q, k, v, out, probs;
+  Tensor q, k, v, out, saved;
   {
     NoGradGuard no_grad;
     q = blas_readable(q_in);
@@ -175,16 +175,16 @@ Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
     Shape out_shape = q.sizes();
     out_shape.back() = value_embed;
     out = empty_in_layout_of(q, out_shape);
-    probs = make_tensor(scores_shape, q.dtype(), q.device());
   }
   const double products = static_cast<double>(batch) * target_length * source_length;
   if (profiler::is_on()) profiler::add_flops("attention", 2.0 * products * static_cast<double>(embed + value_embed));
-  kernels::attention[q.device()](out, probs, q, k, v, args);
+  saved = kernels::attention[q.device()](out, q, k, v, args);
 
   const bool need_q = q_in.requires_grad(), need_k = k_in.requires_grad(), need_v = v_in.requires_grad();
   return autograd::record(
       "attention", out, {q_in, k_in, v_in},
-      [sq = autograd::save(q), sk = autograd::save(k), sv = autograd::save(v), sp = autograd::save(probs), args,
+      [sq = autograd::save(q), sk = autograd::save(k), sv = autograd::save(v), so = autograd::save(out),
+       ss = autograd::save(saved), args,
        need_q, need_k, need_v, products, embed, value_embed](const Tensor& grad) {
         const Tensor &q = sq.get(), &k = sk.get(), &v = sv.get();
         const Tensor grad_out = blas_readable(grad);
@@ -196,7 +196,8 @@ Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
           const double count = value_embed + (need_v ? value_embed : 0) + (need_q ? embed : 0) + (need_k ? embed : 0);
           profiler::add_flops("attention_backward", 2.0 * products * count);
         }
-        kernels::attention_backward[grad_out.device()](grad_q, grad_k, grad_v, grad_out, q, k, v, sp.get(), args);
+        kernels::attention_backward[grad_out.device()](grad_q, grad_k, grad_v, grad_out, q, k, v, so.get(), ss.get(),
+                                                       args);
         return autograd::grads(grad_q, grad_k, grad_v);
       });
 }

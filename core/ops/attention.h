@@ -1,9 +1,10 @@
 // Scaled dot-product attention: softmax(q k^T / sqrt(d) + mask) v, with optional dropout on
 // the attention weights. One op with a correct backward under masks and dropout.
 //
-// Where a device has the fused kernels (the CPU does), scaled_dot_product_attention is one
-// graph node: each matrix of the batch goes through its scores, mask, softmax, dropout and
-// product with v in one pass while it is in cache, and the backward likewise. Elsewhere, and
+// Where a device has the fused kernels (the CPU and CUDA do), scaled_dot_product_attention is
+// one graph node: each matrix of the batch goes through its scores, mask, softmax, dropout and
+// product with v in one pass while it is in cache (CUDA: in shared memory, tile by tile), and
+// the backward likewise. Elsewhere, and
 // where the fused kernels do not apply (q, k and v with different batch dims, a float mask
 // that needs a gradient, an empty input), it is composed of matmul, masked_fill, softmax
 // and dropout, whose backward is theirs. Both draw the same dropout mask.
@@ -49,15 +50,18 @@ struct AttentionArgs {
   PhiloxState dropout_state;  // the draw of the dropout op on the [*batch, L, S] weights
 };
 // q [*batch, L, E], k [*batch, S, E], v [*batch, S, Ev], every matrix readable by BLAS. Writes
-// probs [*batch, L, S] (contiguous: the softmax before dropout, which backward needs) and
-// out [*batch, L, Ev] (any strides with a unit-stride last dim).
-extern KernelTable<void(const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const AttentionArgs& args)>
+// out [*batch, L, Ev] (any strides with a unit-stride last dim) and returns what the backward
+// needs besides the inputs and out, which each device chooses: the CPU keeps the softmax
+// [*batch, L, S] (before dropout), which it computes whole anyway; CUDA keeps the log-sum-exp
+// of each row of scores [*batch, L], from which its backward recomputes the softmax tile by
+// tile, so memory stays linear in the sequence lengths.
+extern KernelTable<Tensor(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const AttentionArgs& args)>
     attention;
 // The gradients of q, k and v (each undefined when not needed; laid out as out is) from
-// grad_out (BLAS-readable) and the forward's inputs and probs.
+// grad_out (BLAS-readable), the forward's inputs and output, and what its kernel returned.
 extern KernelTable<void(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v, const Tensor& grad_out,
-                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& saved,
                         const AttentionArgs& args)>
     attention_backward;
 }  // namespace kernels

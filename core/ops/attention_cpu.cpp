@@ -143,8 +143,12 @@ void for_each_matrix(int64_t count, int64_t work_per_matrix, int64_t scratch_siz
   for (int64_t n = 0; n < count; ++n) body(n, scratch_data + omp_get_thread_num() * scratch_size);
 }
 
-void attention_cpu(const Tensor& out, const Tensor& probs, const Tensor& q_tensor, const Tensor& k_tensor,
-                   const Tensor& v_tensor, const kernels::AttentionArgs& args) {
+// Returns the softmax, which the backward reads.
+Tensor attention_cpu(const Tensor& out, const Tensor& q_tensor, const Tensor& k_tensor, const Tensor& v_tensor,
+                     const kernels::AttentionArgs& args) {
+  Shape probs_shape = q_tensor.sizes();  // [*batch, L, S]: q, k and v share their batch dims here
+  probs_shape.back() = k_tensor.size(-2);
+  const Tensor probs = make_tensor(probs_shape, q_tensor.dtype(), q_tensor.device());
   visit_floating(q_tensor.dtype(), "attention", [&]<class T>() {
     const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), o(out);
     const RowMask<T> mask(args);
@@ -169,12 +173,14 @@ void attention_cpu(const Tensor& out, const Tensor& probs, const Tensor& q_tenso
               o.ld());
     });
   });
+  return probs;
 }
 EMBER_REGISTER_KERNEL(kernels::attention, DeviceType::CPU, attention_cpu);
 
 void attention_backward_cpu(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
                             const Tensor& grad_out, const Tensor& q_tensor, const Tensor& k_tensor,
-                            const Tensor& v_tensor, const Tensor& probs, const kernels::AttentionArgs& args) {
+                            const Tensor& v_tensor, const Tensor& /*out*/, const Tensor& probs,
+                            const kernels::AttentionArgs& args) {
   visit_floating(q_tensor.dtype(), "attention_backward", [&]<class T>() {
     const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), d_out(grad_out);
     const BatchOperand<T> d_q = grad_q.defined() ? BatchOperand<T>(grad_q) : BatchOperand<T>();

@@ -280,6 +280,94 @@ TEST_CASE("scaled_dot_product_attention matches the CPU with causal, boolean, ad
                         "scaled_dot_product_attention", "attn_mask is on cuda:0 but q is on cpu");
 }
 
+// The fused CUDA kernels (cuda/attention.cu) walk 64 x 64 tiles and 64 head dims at a time:
+// lengths that are not multiples of 64, L != S both ways, head dims over 64 (the chunked path),
+// heads split off a projection as views, masks, and dropout, each against the CPU's fused
+// kernel in both dtypes.
+TEST_CASE("fused CUDA attention matches the CPU over tile edges, wide heads, views, masks and dropout") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
+    return [options, dropout_seed](const std::vector<Tensor>& in) {
+      AttentionOptions on_device = options;
+      if (on_device.attn_mask.defined()) on_device.attn_mask = on_device.attn_mask.to(in[0].device());
+      if (options.dropout_p > 0) manual_seed(dropout_seed);  // the same draw on both devices
+      return scaled_dot_product_attention(in[0], in[1], in[2], on_device);
+    };
+  };
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    INFO("dtype " << dtype_name(dtype));
+    check_op("fused attention, L 130, S 200", {leaf({2, 2, 130, 64}, dtype), leaf({2, 2, 200, 64}, dtype),
+                                                leaf({2, 2, 200, 64}, dtype)},
+             attention({}), kReductionTolerance);
+    check_op("fused attention, causal, L 150 > S 100", {leaf({3, 150, 32}, dtype), leaf({3, 100, 32}, dtype),
+                                                         leaf({3, 100, 16}, dtype)},
+             attention({.is_causal = true}), kReductionTolerance);
+    check_op("fused attention, causal, L 70 < S 140", {leaf({3, 70, 32}, dtype), leaf({3, 140, 32}, dtype),
+                                                        leaf({3, 140, 48}, dtype)},
+             attention({.is_causal = true}), kReductionTolerance);
+    check_op("fused attention, E 80 and Ev 136 (head dims in chunks)",
+             {leaf({2, 65, 80}, dtype), leaf({2, 77, 80}, dtype), leaf({2, 77, 136}, dtype)}, attention({}),
+             kReductionTolerance);
+    // q, k and v split off one projection [B, L, 3 * H * E] as views: batch strides (L * 3HE, E).
+    check_op("fused attention, heads split off a projection", {leaf({4, 96, 3 * 4 * 32}, dtype)},
+             [&](const std::vector<Tensor>& in) {
+               auto heads = [&](int64_t part) {
+                 return transpose(view(narrow(in[0], 2, part * 128, 128), {4, 96, 4, 32}), 1, 2);
+               };
+               return scaled_dot_product_attention(heads(0), heads(1), heads(2), {.is_causal = true});
+             },
+             kReductionTolerance);
+    // Sequence 1 may see its first 37 keys only: its second key tile is all padding.
+    const Tensor padding = logical_not(
+        logical_and(eq(arange(2.0).view({2, 1, 1, 1}), 1.0), ge(arange(100.0).view({1, 1, 1, 100}), 37.0)));
+    const std::vector<Tensor> inputs{leaf({2, 3, 90, 32}, dtype), leaf({2, 3, 100, 32}, dtype),
+                                     leaf({2, 3, 100, 32}, dtype)};
+    check_op("fused attention, bool padding over several key tiles", inputs, attention({.attn_mask = padding}),
+             kReductionTolerance);
+    check_op("fused attention, additive mask broadcast over the batch", inputs,
+             attention({.attn_mask = randn({90, 100}, dtype)}), kReductionTolerance);
+    check_op("fused attention, dropout", inputs, attention({.dropout_p = 0.2}, seed + 1), kReductionTolerance);
+    check_op("fused attention, dropout and causal", inputs, attention({.dropout_p = 0.3, .is_causal = true}, seed + 2),
+             kReductionTolerance);
+    // A sequence with no key at all: NaN rows on both devices, and zero gradients through the mask.
+    const Tensor no_key = expand(logical_not(eq(arange(2.0).view({2, 1, 1, 1}), 1.0)), {2, 1, 1, 100});
+    check_op("fused attention, a sequence with no key", inputs, attention({.attn_mask = no_key}),
+             kReductionTolerance);
+  }
+}
+
+TEST_CASE("fused CUDA attention matches the composed form on the GPU and keeps memory linear in the length") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  const Tensor q = randn({2, 4, 300, 64}).to(kGPU).requires_grad_(true);
+  const Tensor k = randn({2, 4, 300, 64}).to(kGPU).requires_grad_(true);
+  const Tensor v = randn({2, 4, 300, 64}).to(kGPU).requires_grad_(true);
+  const Tensor fused = scaled_dot_product_attention(q, k, v, {.is_causal = true});
+  // The weights form is always composed: matmul, masked_fill, softmax.
+  const Tensor composed = scaled_dot_product_attention_with_weights(q, k, v, {.is_causal = true}).output;
+  check_parity(fused, composed.cpu(), kReductionTolerance, "fused against composed on the GPU");
+
+  // Forward and backward at length 2,048: the composed form would hold [B, H, L, S] float32
+  // scores, softmax and their gradients (3 x 64 MiB and more); the fused kernels keep the
+  // log-sum-exp [B, H, L] and one row term.
+  const int64_t length = 2048;
+  const Tensor long_q = randn({2, 4, length, 64}).to(kGPU).requires_grad_(true);
+  const Tensor long_k = randn({2, 4, length, 64}).to(kGPU).requires_grad_(true);
+  const Tensor long_v = randn({2, 4, length, 64}).to(kGPU).requires_grad_(true);
+  ember::cuda::synchronize();
+  const int64_t before = ember::cuda::memory_stats().allocated_bytes;
+  ember::cuda::reset_peak_memory_stats();
+  sum(scaled_dot_product_attention(long_q, long_k, long_v)).backward();
+  ember::cuda::synchronize();
+  const int64_t peak = ember::cuda::memory_stats().peak_allocated_bytes - before;
+  const int64_t one_operand = 2 * 4 * length * 64 * 4;  // bytes of q
+  const int64_t scores = 2 * 4 * length * length * 4;
+  INFO("peak above the inputs: " << peak << " bytes; one [B, H, L, S] float32 tensor: " << scores);
+  CHECK(peak < 8 * one_operand);  // out, grad_out, three gradients, lse and row terms
+  CHECK(peak < scores / 4);
+}
+
 // Three steps of the optimizer `make_optimizer` builds, from the same parameters and the same
 // gradients on both devices, then the parameters compared.
 template <class MakeOptimizer>

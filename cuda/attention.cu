@@ -1,0 +1,475 @@
+// Fused scaled dot-product attention on CUDA, forward and backward, in the manner of
+// FlashAttention (Dao et al., 2022; FlashAttention-2, 2023): the L x S scores never reach
+// global memory.
+//
+// Forward. A block takes 64 rows of queries of one matrix and walks the keys 64 at a time. For
+// each key tile it computes the scores S = scale q k^T + mask in shared memory, and keeps per
+// row a running maximum m and a running sum l of exp(S - m) (the online softmax): when a new
+// tile raises the maximum, what was accumulated so far is rescaled by exp(m_old - m_new). The
+// output accumulates exp(S - m) * dropout v, and is divided by l at the end. Besides the
+// output, each row's log-sum-exp m + log(l) is written: the softmax is exp(S - lse).
+//
+// Backward. A first kernel computes D_i = sum_v dO_iv O_iv (which equals sum_j P_ij dP_ij, the
+// softmax backward's row term, dropout included). Then a block takes 64 keys of one matrix and
+// walks the queries 64 at a time: it recomputes P = exp(S - lse) for the tile, and with the
+// dropout factors f (drawn again from the same Philox counters) W = P f, dP = (dO v^T) f and
+// dS = P (dP - D). It accumulates dV += W^T dO and dK += scale dS^T q in registers over all the
+// queries, and adds dQ += scale dS k into global memory with atomics (other blocks add the
+// contributions of the other keys).
+//
+// Threads. 256 threads see a 64 x 64 tile as a 16 x 16 grid: thread (ty, tx) owns rows ty + 16r
+// and columns tx + 16c (r, c < 4). A row's 16 owners are 16 adjacent lanes of one warp, so row
+// maxima and sums are warp shuffles. Tiles in shared memory have 65 columns: the column
+// padding keeps both row-wise and column-wise reads free of bank conflicts.
+//
+// Head dims. The products contract over the head dims 64 at a time, so any E and Ev work; each
+// block produces 64 columns of the outputs (out, or dQ, dK and dV), and the grid's z dimension
+// covers wider head dims. With E, Ev <= 64 (the common case) every tile is loaded once.
+//
+// Masks and edge cases follow the CPU kernel (core/ops/attention_cpu.cpp) exactly: a masked
+// score is -inf; a row with no key to attend to gets NaN (as softmax of all -inf does), and
+// its gradient through a bool or causal mask is zero; dropout keeps element e = (n L + i) S + j
+// of the weights iff uniform_float(random word e) >= p, the dropout op's own rule.
+#include <cmath>
+#include <limits>
+
+#include "cuda/attention_kernels.h"
+#include "cuda/check.h"
+#include "cuda/stream.h"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kTile = 64;              // rows and columns of a tile, and head dims per pass
+constexpr int kPitch = kTile + 1;      // a tile row in shared memory: the padding avoids bank conflicts
+constexpr int kTileElements = kTile * kPitch;
+constexpr int kThreads = 256;          // 16 x 16
+constexpr int kPerThread = 4;          // rows (and columns) of a tile per thread: 16 * 4 = 64
+
+template <class T>
+__device__ inline T minus_infinity() {
+  return -std::numeric_limits<T>::infinity();
+}
+
+// Tile `index` of the block's dynamic shared memory.
+template <class T>
+__device__ inline T* shared_tile(int index) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  return reinterpret_cast<T*>(shared_bytes) + index * kTileElements;
+}
+
+// Loads rows [row0, row0 + 64) and columns [col0, col0 + 64) of matrix n of `operand` into a
+// tile, with zeros beyond `rows` and `cols`. Consecutive threads read consecutive columns,
+// which is coalesced for the usual unit column stride.
+template <class T>
+__device__ inline void load_tile(T* tile, const T* data, const AttentionLayout& layout, int operand, int64_t n,
+                                 int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+  const int64_t base = layout.matrix_offset(operand, n);
+  const int64_t row_stride = layout.row_stride[operand], col_stride = layout.col_stride[operand];
+  for (int t = threadIdx.x; t < kTile * kTile; t += kThreads) {
+    const int r = t / kTile, c = t % kTile;
+    const int64_t row = row0 + r, col = col0 + c;
+    tile[r * kPitch + c] = row < rows && col < cols ? data[base + row * row_stride + col * col_stride] : T(0);
+  }
+}
+
+// acc[r][c] += sum_k a(ty + 16r, k) * b(tx + 16c, k) over the 64 k of two tiles, where
+// a_at(row, k) and b_at(col, k) give the element's place in its tile: the three products below
+// differ only in which operand is read transposed.
+template <class T, class IndexA, class IndexB>
+__device__ inline void tile_product(T (&acc)[kPerThread][kPerThread], const T* a, const T* b, IndexA a_at,
+                                    IndexB b_at, int ty, int tx) {
+  for (int k = 0; k < kTile; ++k) {
+    T a_values[kPerThread], b_values[kPerThread];
+    #pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      a_values[i] = a[a_at(ty + 16 * i, k)];
+      b_values[i] = b[b_at(tx + 16 * i, k)];
+    }
+    #pragma unroll
+    for (int r = 0; r < kPerThread; ++r) {
+      #pragma unroll
+      for (int c = 0; c < kPerThread; ++c) acc[r][c] += a_values[r] * b_values[c];
+    }
+  }
+}
+
+// Element (row, col) of a tile, and the same of the tile transposed.
+struct AtRow {
+  __device__ int operator()(int row, int k) const { return row * kPitch + k; }
+};
+struct AtColumn {
+  __device__ int operator()(int col, int k) const { return k * kPitch + col; }
+};
+
+// acc += a b^T (scores from q and k), acc += a b (weights times v), acc += a^T b (the
+// gradients of k and v). Tiles are read along rows or down columns; the padding keeps both
+// free of bank conflicts.
+template <class T>
+__device__ inline void product_nt(T (&acc)[kPerThread][kPerThread], const T* a, const T* b, int ty, int tx) {
+  tile_product(acc, a, b, AtRow{}, AtRow{}, ty, tx);
+}
+template <class T>
+__device__ inline void product_nn(T (&acc)[kPerThread][kPerThread], const T* a, const T* b, int ty, int tx) {
+  tile_product(acc, a, b, AtRow{}, AtColumn{}, ty, tx);
+}
+template <class T>
+__device__ inline void product_tn(T (&acc)[kPerThread][kPerThread], const T* a, const T* b, int ty, int tx) {
+  tile_product(acc, a, b, AtColumn{}, AtColumn{}, ty, tx);
+}
+
+// The max and the sum over a row's 16 owners: lanes that differ in their low 4 bits.
+template <class T>
+__device__ inline T row_max(T value) {
+  for (int offset = 8; offset > 0; offset /= 2) value = fmax(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+template <class T>
+__device__ inline T row_sum(T value) {
+  for (int offset = 8; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+template <class T>
+__device__ inline void clear(T (&acc)[kPerThread][kPerThread]) {
+  #pragma unroll
+  for (int r = 0; r < kPerThread; ++r) {
+    #pragma unroll
+    for (int c = 0; c < kPerThread; ++c) acc[r][c] = 0;
+  }
+}
+
+// Whether score (i, j) of matrix n is hidden by the causal or bool mask (for i < L, j < S).
+template <class T>
+__device__ inline bool is_masked_out(const AttentionLayout& layout, const AttentionPointers<T>& args, int64_t n,
+                                     int64_t i, int64_t j) {
+  if (args.is_causal) return j > i;
+  if (args.allowed != nullptr) return !args.allowed[layout.offset(kAttentionMask, n, i, j)];
+  return false;
+}
+
+// The score of (i, j): scale q_i . k_j (the product given), masked; -inf past the lengths.
+template <class T>
+__device__ inline T masked_score(const AttentionLayout& layout, const AttentionPointers<T>& args, int64_t n,
+                                 int64_t i, int64_t j, T product) {
+  if (i >= layout.target_length || j >= layout.source_length) return minus_infinity<T>();
+  if (is_masked_out(layout, args, n, i, j)) return minus_infinity<T>();
+  T score = product * args.scale;
+  if (args.added != nullptr) score += args.added[layout.offset(kAttentionMask, n, i, j)];
+  return score;
+}
+
+// The dropout of the weights, drawn again wherever a kernel needs a weight's factor.
+template <class T>
+struct WeightsDropout {
+  bool on;
+  float p;
+  T keep_scale;        // 1 / (1 - p)
+  PhiloxState draw;    // absolute: resolved once, from the device pair inside a CUDA graph
+
+  __device__ explicit WeightsDropout(const AttentionPointers<T>& args)
+      : on(args.dropout_p > 0),
+        p(args.dropout_p),
+        keep_scale(on ? T(1) / (T(1) - T(args.dropout_p)) : T(1)),
+        draw(on ? resolve(args.dropout_state) : PhiloxState{}) {}
+
+  // 1 / (1 - p) if weight (i, j) of matrix n is kept, else 0; 1 without dropout.
+  __device__ T factor(const AttentionLayout& layout, int64_t n, int64_t i, int64_t j) const {
+    if (!on) return T(1);
+    const uint64_t element = static_cast<uint64_t>((n * layout.target_length + i) * layout.source_length + j);
+    return uniform_float(random_word(draw, element)) >= p ? keep_scale : T(0);
+  }
+};
+
+// Scores of rows [row0, +64) against keys [key0, +64), scaled and masked: contracts over E,
+// 64 dims at a time through the q and k tiles (unless `loaded`: E <= 64 and both tiles hold
+// these rows and keys already).
+template <class T>
+__device__ inline void tile_scores(T (&s)[kPerThread][kPerThread], T* q_tile, T* k_tile, bool loaded,
+                                   const AttentionLayout& layout, const AttentionPointers<T>& args, int64_t n,
+                                   int64_t row0, int64_t key0, int ty, int tx) {
+  clear(s);
+  if (loaded) {
+    product_nt(s, q_tile, k_tile, ty, tx);
+  } else {
+    for (int64_t d0 = 0; d0 < layout.embed; d0 += kTile) {
+      load_tile(q_tile, args.q, layout, kAttentionQ, n, row0, layout.target_length, d0, layout.embed);
+      load_tile(k_tile, args.k, layout, kAttentionK, n, key0, layout.source_length, d0, layout.embed);
+      __syncthreads();
+      product_nt(s, q_tile, k_tile, ty, tx);
+      __syncthreads();
+    }
+  }
+  #pragma unroll
+  for (int r = 0; r < kPerThread; ++r) {
+    #pragma unroll
+    for (int c = 0; c < kPerThread; ++c) s[r][c] = masked_score(layout, args, n, row0 + ty + 16 * r, key0 + tx + 16 * c, s[r][c]);
+  }
+}
+
+// Grid: (query tiles, matrices, 64-column chunks of Ev). Shared memory: q, k and weights tiles;
+// the k tile takes v once the scores are done.
+template <class T>
+__global__ void __launch_bounds__(kThreads) attention_forward(AttentionLayout layout, AttentionPointers<T> args) {
+  T *const q_tile = shared_tile<T>(0), *const kv_tile = shared_tile<T>(1), *const weights_tile = shared_tile<T>(2);
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  const int64_t L = layout.target_length, S = layout.source_length, E = layout.embed, Ev = layout.value_embed;
+  const int64_t row0 = int64_t(blockIdx.x) * kTile, col0 = int64_t(blockIdx.z) * kTile;
+  const WeightsDropout<T> dropout(args);
+  // A causal row i sees keys j <= i: this tile's rows see none past row0 + 63.
+  const int64_t key_end = args.is_causal && row0 + kTile < S ? row0 + kTile : S;
+  const bool q_resident = E <= kTile;
+
+  for (int64_t n = blockIdx.y; n < layout.matrices; n += gridDim.y) {
+    T running_max[kPerThread], running_sum[kPerThread], acc[kPerThread][kPerThread];
+    #pragma unroll
+    for (int r = 0; r < kPerThread; ++r) {
+      running_max[r] = minus_infinity<T>();
+      running_sum[r] = 0;
+    }
+    clear(acc);
+    if (q_resident) load_tile(q_tile, args.q, layout, kAttentionQ, n, row0, L, 0, E);
+    for (int64_t key0 = 0; key0 < key_end; key0 += kTile) {
+      if (q_resident) {
+        load_tile(kv_tile, args.k, layout, kAttentionK, n, key0, S, 0, E);
+        __syncthreads();
+      }
+      T s[kPerThread][kPerThread];
+      tile_scores(s, q_tile, kv_tile, q_resident, layout, args, n, row0, key0, ty, tx);
+      #pragma unroll
+      for (int r = 0; r < kPerThread; ++r) {
+        T tile_max = s[r][0];
+        #pragma unroll
+        for (int c = 1; c < kPerThread; ++c) tile_max = fmax(tile_max, s[r][c]);
+        const T new_max = fmax(running_max[r], row_max(tile_max));
+        // A row with no key seen yet keeps max -inf: exponentiate against 0 so that its masked
+        // scores give exp(-inf) = 0, not exp(-inf - -inf) = NaN.
+        const T base = new_max == minus_infinity<T>() ? T(0) : new_max;
+        const T rescale = exp(running_max[r] - base);
+        T tile_sum = 0;
+        const int64_t i = row0 + ty + 16 * r;
+        #pragma unroll
+        for (int c = 0; c < kPerThread; ++c) {
+          const T e = exp(s[r][c] - base);
+          tile_sum += e;
+          const int64_t j = key0 + tx + 16 * c;
+          const T factor = i < L && j < S ? dropout.factor(layout, n, i, j) : T(1);
+          s[r][c] = e * factor;
+        }
+        running_sum[r] = running_sum[r] * rescale + row_sum(tile_sum);
+        running_max[r] = new_max;
+        #pragma unroll
+        for (int c = 0; c < kPerThread; ++c) acc[r][c] *= rescale;
+      }
+      __syncthreads();  // every thread is done with the k tile
+      #pragma unroll
+      for (int r = 0; r < kPerThread; ++r) {
+        #pragma unroll
+        for (int c = 0; c < kPerThread; ++c) weights_tile[(ty + 16 * r) * kPitch + tx + 16 * c] = s[r][c];
+      }
+      load_tile(kv_tile, args.v, layout, kAttentionV, n, key0, S, col0, Ev);
+      __syncthreads();
+      product_nn(acc, weights_tile, kv_tile, ty, tx);
+      __syncthreads();  // before the next tile overwrites k and the weights
+    }
+    #pragma unroll
+    for (int r = 0; r < kPerThread; ++r) {
+      const int64_t i = row0 + ty + 16 * r;
+      if (i >= L) continue;
+      // A row that saw no key: 0 / 0 = NaN, as softmax of all -inf, and lse = -inf.
+      #pragma unroll
+      for (int c = 0; c < kPerThread; ++c) {
+        const int64_t col = col0 + tx + 16 * c;
+        if (col < Ev) args.out[layout.offset(kAttentionOut, n, i, col)] = acc[r][c] / running_sum[r];
+      }
+      if (blockIdx.z == 0 && tx == 0) args.log_sum_exp[n * L + i] = running_max[r] + log(running_sum[r]);
+    }
+  }
+}
+
+// D = rowsum(grad_out * out), one warp per row.
+template <class T>
+__global__ void out_dot_grad_rows(AttentionLayout layout, AttentionPointers<T> args) {
+  const int64_t rows = layout.matrices * layout.target_length;
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
+    const int64_t n = row / layout.target_length, i = row % layout.target_length;
+    T sum = 0;
+    for (int64_t col = lane; col < layout.value_embed; col += 32) {
+      sum += args.grad_out[layout.offset(kAttentionGradOut, n, i, col)] * args.out[layout.offset(kAttentionOut, n, i, col)];
+    }
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (lane == 0) args.out_dot_grad[row] = sum;
+  }
+}
+
+// Grid: (key tiles, matrices, 64-column chunks of max(E, Ev)). Shared memory: tiles of q, k,
+// grad_out, v, the weights W and the scores' gradient dS. Five 4 x 4 accumulators per thread
+// need more than 128 registers: one block per SM lets ptxas keep them all (no spills in float).
+template <class T>
+__global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayout layout, AttentionPointers<T> args) {
+  T *const q_tile = shared_tile<T>(0), *const k_tile = shared_tile<T>(1), *const grad_out_tile = shared_tile<T>(2);
+  T *const v_tile = shared_tile<T>(3), *const weights_tile = shared_tile<T>(4), *const grad_scores_tile = shared_tile<T>(5);
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  const int64_t L = layout.target_length, S = layout.source_length, E = layout.embed, Ev = layout.value_embed;
+  const int64_t key0 = int64_t(blockIdx.x) * kTile, col0 = int64_t(blockIdx.z) * kTile;
+  const WeightsDropout<T> dropout(args);
+  const bool need_scores = args.grad_q != nullptr || args.grad_k != nullptr;
+  // With E, Ev <= 64 the k and v tiles hold this block's keys for good, and the q and grad_out
+  // tiles, once loaded for a query tile, are also the ones the gradients' products need.
+  const bool resident = E <= kTile && Ev <= kTile;
+  // A causal key j is seen by queries i >= j only.
+  const int64_t query_begin = args.is_causal ? key0 : 0;
+
+  for (int64_t n = blockIdx.y; n < layout.matrices; n += gridDim.y) {
+    T grad_k[kPerThread][kPerThread], grad_v[kPerThread][kPerThread];
+    clear(grad_k);
+    clear(grad_v);
+    if (resident) {
+      load_tile(k_tile, args.k, layout, kAttentionK, n, key0, S, 0, E);
+      load_tile(v_tile, args.v, layout, kAttentionV, n, key0, S, 0, Ev);
+    }
+    for (int64_t row0 = query_begin; row0 < L; row0 += kTile) {
+      if (resident) {
+        load_tile(q_tile, args.q, layout, kAttentionQ, n, row0, L, 0, E);
+        load_tile(grad_out_tile, args.grad_out, layout, kAttentionGradOut, n, row0, L, 0, Ev);
+        __syncthreads();
+      }
+      T p[kPerThread][kPerThread];
+      tile_scores(p, q_tile, k_tile, resident, layout, args, n, row0, key0, ty, tx);
+      // dP = grad_out v^T, contracted over Ev.
+      T grad_p[kPerThread][kPerThread];
+      clear(grad_p);
+      if (need_scores) {
+        if (resident) {
+          product_nt(grad_p, grad_out_tile, v_tile, ty, tx);
+        } else {
+          for (int64_t d0 = 0; d0 < Ev; d0 += kTile) {
+            load_tile(grad_out_tile, args.grad_out, layout, kAttentionGradOut, n, row0, L, d0, Ev);
+            load_tile(v_tile, args.v, layout, kAttentionV, n, key0, S, d0, Ev);
+            __syncthreads();
+            product_nt(grad_p, grad_out_tile, v_tile, ty, tx);
+            __syncthreads();
+          }
+        }
+      }
+      #pragma unroll
+      for (int r = 0; r < kPerThread; ++r) {
+        const int64_t i = row0 + ty + 16 * r;
+        const T lse = i < L ? args.log_sum_exp[n * L + i] : T(0);
+        const T row_term = i < L && need_scores ? args.out_dot_grad[n * L + i] : T(0);
+        #pragma unroll
+        for (int c = 0; c < kPerThread; ++c) {
+          const int64_t j = key0 + tx + 16 * c;
+          if (i >= L || j >= S) {  // past the lengths: no weight, no gradient
+            weights_tile[(ty + 16 * r) * kPitch + tx + 16 * c] = 0;
+            grad_scores_tile[(ty + 16 * r) * kPitch + tx + 16 * c] = 0;
+            continue;
+          }
+          // exp(-inf - -inf) = NaN on a row with no key: NaN weights, as the CPU's softmax gives.
+          const T probability = exp(p[r][c] - lse);
+          const T factor = dropout.factor(layout, n, i, j);
+          T grad_score = probability * (grad_p[r][c] * factor - row_term);
+          if (is_masked_out(layout, args, n, i, j)) grad_score = 0;  // masked_fill's backward
+          weights_tile[(ty + 16 * r) * kPitch + tx + 16 * c] = probability * factor;
+          grad_scores_tile[(ty + 16 * r) * kPitch + tx + 16 * c] = grad_score;
+        }
+      }
+      if (!resident) {
+        __syncthreads();  // the products below read chunk col0 of q, k and grad_out
+        load_tile(q_tile, args.q, layout, kAttentionQ, n, row0, L, col0, E);
+        load_tile(k_tile, args.k, layout, kAttentionK, n, key0, S, col0, E);
+        load_tile(grad_out_tile, args.grad_out, layout, kAttentionGradOut, n, row0, L, col0, Ev);
+      }
+      __syncthreads();
+      // Rows of grad_k and grad_v are this block's keys ty + 16r; columns are col0 + tx + 16c.
+      if (args.grad_v != nullptr && col0 < Ev) product_tn(grad_v, weights_tile, grad_out_tile, ty, tx);
+      if (args.grad_k != nullptr && col0 < E) product_tn(grad_k, grad_scores_tile, q_tile, ty, tx);
+      if (args.grad_q != nullptr && col0 < E) {
+        T grad_q[kPerThread][kPerThread];
+        clear(grad_q);
+        product_nn(grad_q, grad_scores_tile, k_tile, ty, tx);
+        #pragma unroll
+        for (int r = 0; r < kPerThread; ++r) {
+          const int64_t i = row0 + ty + 16 * r;
+          if (i >= L) continue;
+          #pragma unroll
+          for (int c = 0; c < kPerThread; ++c) {
+            const int64_t col = col0 + tx + 16 * c;
+            if (col < E) atomicAdd(args.grad_q + layout.offset(kAttentionGradQ, n, i, col), args.scale * grad_q[r][c]);
+          }
+        }
+      }
+      __syncthreads();  // before the next query tile overwrites the tiles
+    }
+    #pragma unroll
+    for (int r = 0; r < kPerThread; ++r) {
+      const int64_t j = key0 + ty + 16 * r;
+      if (j >= S) continue;
+      #pragma unroll
+      for (int c = 0; c < kPerThread; ++c) {
+        const int64_t col = col0 + tx + 16 * c;
+        if (args.grad_v != nullptr && col < Ev) args.grad_v[layout.offset(kAttentionGradV, n, j, col)] = grad_v[r][c];
+        if (args.grad_k != nullptr && col < E) {
+          args.grad_k[layout.offset(kAttentionGradK, n, j, col)] = args.scale * grad_k[r][c];
+        }
+      }
+    }
+    __syncthreads();  // before the next matrix reloads the k and v tiles
+  }
+}
+
+// Blocks along y: one per matrix, up to CUDA's limit on gridDim.y (the kernels loop past it).
+unsigned int matrix_blocks(int64_t matrices) {
+  constexpr int64_t kMaxGridY = 65535;
+  return static_cast<unsigned int>(matrices < kMaxGridY ? matrices : kMaxGridY);
+}
+
+unsigned int tiles(int64_t length) { return static_cast<unsigned int>((length + kTile - 1) / kTile); }
+
+// Kernels using more than 48 KiB of dynamic shared memory must say so once.
+template <class Kernel>
+void allow_shared_memory(Kernel kernel, size_t bytes, const char* op) {
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), op);
+}
+
+}  // namespace
+
+template <class T>
+void launch_attention_forward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
+  if (layout.matrices == 0 || layout.target_length == 0) return;
+  const size_t shared = 3 * kTileElements * sizeof(T);
+  static const bool allowed = (allow_shared_memory(attention_forward<T>, shared, "attention"), true);
+  (void)allowed;
+  const dim3 grid(tiles(layout.target_length), matrix_blocks(layout.matrices),
+                  tiles(layout.value_embed > 0 ? layout.value_embed : 1));
+  attention_forward<T><<<grid, kThreads, shared, current_stream()>>>(layout, args);
+  check_launch("attention");
+}
+
+template <class T>
+void launch_attention_backward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
+  if (layout.matrices == 0 || layout.source_length == 0) return;
+  const size_t shared = 6 * kTileElements * sizeof(T);
+  static const bool allowed = (allow_shared_memory(attention_backward<T>, shared, "attention_backward"), true);
+  (void)allowed;
+  if (args.grad_q != nullptr || args.grad_k != nullptr) {
+    const int64_t rows = layout.matrices * layout.target_length;
+    const int64_t blocks = (rows + kThreads / 32 - 1) / (kThreads / 32);
+    out_dot_grad_rows<T><<<static_cast<unsigned int>(blocks < 132 * 32 ? blocks : 132 * 32), kThreads, 0,
+                           current_stream()>>>(layout, args);
+    check_launch("attention_backward");
+  }
+  const int64_t widest = layout.embed > layout.value_embed ? layout.embed : layout.value_embed;
+  const dim3 grid(tiles(layout.source_length), matrix_blocks(layout.matrices), tiles(widest > 0 ? widest : 1));
+  attention_backward<T><<<grid, kThreads, shared, current_stream()>>>(layout, args);
+  check_launch("attention_backward");
+}
+
+template void launch_attention_forward<float>(const AttentionLayout&, const AttentionPointers<float>&);
+template void launch_attention_forward<double>(const AttentionLayout&, const AttentionPointers<double>&);
+template void launch_attention_backward<float>(const AttentionLayout&, const AttentionPointers<float>&);
+template void launch_attention_backward<double>(const AttentionLayout&, const AttentionPointers<double>&);
+
+}  // namespace ember::cuda

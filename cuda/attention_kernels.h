@@ -1,0 +1,42 @@
+// Launchers of the fused attention kernels (cuda/attention.cu), on raw pointers and an
+// AttentionLayout so that g++ can call what nvcc compiled. Defined for float and double.
+#pragma once
+
+#include <cstdint>
+
+#include "core/random.h"
+#include "cuda/attention_layout.h"
+
+namespace ember::cuda {
+
+// What the kernels take besides the operands (core's AttentionArgs, fmt-free).
+template <class T>
+struct AttentionPointers {
+  const T* q = nullptr;
+  const T* k = nullptr;
+  const T* v = nullptr;
+  T* out = nullptr;
+  const bool* allowed = nullptr;  // a bool mask (true = may attend), or
+  const T* added = nullptr;       // an additive mask, or neither
+  bool is_causal = false;
+  T scale = 1;
+  float dropout_p = 0;  // compared with uniform_float as the dropout op does
+  PhiloxState dropout_state;
+  T* log_sum_exp = nullptr;  // [matrices, L], contiguous: the forward writes it, the backward reads it
+  // Backward only (each gradient may be null when not needed):
+  const T* grad_out = nullptr;
+  T* grad_q = nullptr;  // accumulated into (atomically): the caller zeroes it first
+  T* grad_k = nullptr;
+  T* grad_v = nullptr;
+  T* out_dot_grad = nullptr;  // [matrices, L] scratch: rowsum(grad_out * out)
+};
+
+// out = dropout(softmax(scale q k^T + mask)) v, and the log-sum-exp of each row of scores.
+template <class T>
+void launch_attention_forward(const AttentionLayout& layout, const AttentionPointers<T>& args);
+
+// grad_q, grad_k and grad_v from grad_out, the inputs, out and the log-sum-exp.
+template <class T>
+void launch_attention_backward(const AttentionLayout& layout, const AttentionPointers<T>& args);
+
+}  // namespace ember::cuda
