@@ -10,6 +10,7 @@
 #include "core/autograd/function.h"
 #include "core/autograd/grad_mode.h"
 #include "core/cuda.h"
+#include "core/cuda_graph.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -1,6 +1,7 @@
 // What a CPU-only build answers about GPUs; with the CUDA backend compiled in, cuda/device.cpp
 // and cuda/caching_allocator.cpp answer instead. The summary's wording is shared by both.
 #include "core/cuda.h"
+#include "core/cuda_graph.h"
 
 #include <fmt/format.h>
 
@@ -33,6 +34,17 @@ int64_t cublas_calls() { return 0; }
 MemoryStats memory_stats(int) { return {}; }
 void reset_peak_memory_stats(int) {}
 void empty_cache() {}
+
+struct CudaGraph::State {};
+CudaGraph::CudaGraph() : state_(std::make_unique<State>()) {}
+CudaGraph::~CudaGraph() = default;
+bool CudaGraph::is_captured() const { return false; }
+void CudaGraph::capture(const std::function<void()>&, int device) {
+  fail("CudaGraph::capture on cuda:{}: this build of ember has no CUDA backend (it was compiled without nvcc)",
+       device);
+}
+void CudaGraph::replay() { fail("CudaGraph::replay: nothing captured; call capture(step) first"); }
+bool is_capturing_graph() { return false; }
 #endif
 
 }  // namespace ember::cuda

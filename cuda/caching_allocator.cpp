@@ -3,6 +3,9 @@
 // (the same tensors, the same sizes, step after step) it makes no cudaMalloc or cudaFree at
 // all: those synchronise the device and cost far more than the kernels of a small model.
 //
+// The free blocks are kept by BlockPools (cuda/block_pools.h), which also gives each CUDA graph
+// a private pool for what its capture allocates (cuda/graph.cpp).
+//
 // Every kernel and copy runs on one stream (the default stream), so a block freed on the host
 // while a kernel still reads it can be reused at once: the next kernel writing it is queued
 // behind the reader on the same stream. That is why there are no events here.
@@ -18,7 +21,9 @@
 #include "core/cuda.h"
 #include "core/error.h"
 #include "core/storage.h"
+#include "cuda/block_pools.h"
 #include "cuda/check.h"
+#include "cuda/graph_pool.h"
 
 namespace ember::cuda {
 namespace {
@@ -61,7 +66,7 @@ class DeviceScope {
 };
 
 struct DevicePool {
-  std::unordered_map<size_t, std::vector<void*>> free_blocks;  // by size class
+  BlockPools blocks;  // the free ones, by pool and size class
   MemoryStats stats;
 };
 
@@ -74,13 +79,10 @@ class CachingAllocator final : public Allocator {
     const size_t size = size_class(nbytes);
     std::lock_guard lock(mutex_);
     DevicePool& pool = pools_[device];
-    void* block = nullptr;
-    auto cached = pool.free_blocks.find(size);
-    if (cached != pool.free_blocks.end() && !cached->second.empty()) {
-      block = cached->second.back();
-      cached->second.pop_back();
-    } else {
+    void* block = pool.blocks.take(size);
+    if (block == nullptr) {
       block = malloc_with_retry(pool, size, device, nbytes);
+      pool.blocks.adopt(block);
     }
     pool.stats.allocated_bytes += static_cast<int64_t>(size);
     pool.stats.peak_allocated_bytes = std::max(pool.stats.peak_allocated_bytes, pool.stats.allocated_bytes);
@@ -92,7 +94,7 @@ class CachingAllocator final : public Allocator {
     const size_t size = size_class(nbytes);
     std::lock_guard lock(mutex_);
     DevicePool& pool = pools_[device];
-    pool.free_blocks[size].push_back(data);
+    pool.blocks.give_back(data, size);
     pool.stats.allocated_bytes -= static_cast<int64_t>(size);
   }
 
@@ -111,6 +113,13 @@ class CachingAllocator final : public Allocator {
     std::lock_guard lock(mutex_);
     auto found = pools_.find(device);
     if (found != pools_.end()) found->second.stats.peak_allocated_bytes = found->second.stats.allocated_bytes;
+  }
+
+  // The graph pools of one device (see BlockPools).
+  template <class Action>
+  auto with_blocks(int device, Action action) {
+    std::lock_guard lock(mutex_);
+    return action(pools_[device].blocks);
   }
 
  private:
@@ -142,7 +151,7 @@ class CachingAllocator final : public Allocator {
 
   void release_cached(DevicePool& pool, int device) {
     DeviceScope scope(device);
-    for (auto& [size, blocks] : pool.free_blocks) {
+    for (auto& [size, blocks] : pool.blocks.shared_free_blocks()) {
       // Each block leaves the cache before it is freed: if a cudaFree fails and throws, no
       // freed pointer is left behind to be handed out or freed again.
       while (!blocks.empty()) {
@@ -175,5 +184,18 @@ struct RegisterCachingAllocator {
 MemoryStats memory_stats(int device) { return caching_allocator().stats(device); }
 void reset_peak_memory_stats(int device) { caching_allocator().reset_peak(device); }
 void empty_cache() { caching_allocator().empty_cache(); }
+
+uint64_t create_graph_pool(int device) {
+  return caching_allocator().with_blocks(device, [](BlockPools& blocks) { return blocks.create_pool(); });
+}
+void route_allocations_to(int device, uint64_t pool) {
+  caching_allocator().with_blocks(device, [pool](BlockPools& blocks) { blocks.route_to(pool); });
+}
+void end_allocation_routing(int device) {
+  caching_allocator().with_blocks(device, [](BlockPools& blocks) { blocks.end_routing(); });
+}
+void release_graph_pool(int device, uint64_t pool) {
+  caching_allocator().with_blocks(device, [pool](BlockPools& blocks) { blocks.release_pool(pool); });
+}
 
 }  // namespace ember::cuda

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/autograd/grad_mode.h"
+#include "core/cuda_graph.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 
@@ -88,6 +89,10 @@ void Optimizer::set_option(size_t group_index, const std::string& name, double v
 }
 
 void Optimizer::step() {
+  // The learning rate and step count are host values a recorded graph would keep forever.
+  EMBER_CHECK(!cuda::is_capturing_graph(),
+              "Optimizer::step: an optimizer step cannot be captured in a CUDA graph yet (its learning rate and step "
+              "count are read on the host); call it after CudaGraph::replay()");
   NoGradGuard no_grad;
   size_t first = 0;
   for (const ParamGroup& g : groups_) {

@@ -35,3 +35,25 @@ TEST_CASE("without a GPU, memory statistics are zeros and synchronize and empty_
   CHECK_NOTHROW(cuda::reset_peak_memory_stats());
   CHECK(cuda::memory_summary() == "cuda:0: allocated 0.0 MiB (peak 0.0 MiB), reserved 0.0 MiB, 0 cudaMalloc, 0 cudaFree");
 }
+
+TEST_CASE("without a GPU, a CUDA graph cannot capture, and a replay with nothing captured says so") {
+  cuda::CudaGraph graph;
+  CHECK_FALSE(graph.is_captured());
+  CHECK_FALSE(cuda::is_capturing_graph());
+  CHECK_THROWS_WITH_ALL(graph.replay(), "CudaGraph::replay", "nothing captured");
+  if (cuda::is_available()) {
+    MESSAGE("a GPU is present: tests/cuda/test_cuda_graphs.cpp covers capture");
+    return;
+  }
+  bool ran = false;
+  CHECK_THROWS_WITH_ALL(graph.capture([&] { ran = true; }), "cuda:0", "no CUDA");
+  CHECK_FALSE(ran);  // refused before the step could run uncaptured
+  CHECK_FALSE(cuda::is_capturing_graph());
+  // Optimizers step as usual outside a capture.
+  Tensor w = ones({2});
+  w.requires_grad_(true);
+  w.mutable_grad() = ones({2});
+  nn::SGD optimizer({w}, {.lr = 0.5});
+  optimizer.step();
+  CHECK(w.to_vector<float>() == std::vector<float>{0.5f, 0.5f});
+}
