@@ -38,6 +38,6 @@
 #include "core/random.h"
 #include "core/tensor.h"
 #include "nn/nn.h"
-#include "text/text.h"          // tokenizers
-#include "datasets/datasets.h"  // the example data sets' readers, batching
-#include "train/train.h"        // progress bar, metrics, plots, checkpoints, BLEU
+#include "nn/data/datasets.h"  // the example data sets' readers, batching
+#include "nn/text/text.h"      // tokenizers
+#include "nn/train/train.h"    // progress bar, metrics, plots, checkpoints, BLEU

@@ -26,10 +26,10 @@
 
 #include "common/options.h"
 #include "common/run_main.h"
-#include "datasets/datasets.h"
+#include "nn/data/datasets.h"
 #include "ember.h"
-#include "text/text.h"
-#include "train/train.h"
+#include "nn/text/text.h"
+#include "nn/train/train.h"
 
 using namespace ember;
 

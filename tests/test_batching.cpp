@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "datasets/batch_schedule.h"
-#include "datasets/batching.h"
+#include "nn/data/batch_schedule.h"
+#include "nn/data/batching.h"
 #include "helpers.h"
 
 using namespace ember;

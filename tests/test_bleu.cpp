@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "helpers.h"
-#include "train/bleu.h"
+#include "nn/train/bleu.h"
 
 using namespace ember;
 using namespace ember::testing;

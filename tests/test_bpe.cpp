@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "helpers.h"
-#include "text/bpe.h"
-#include "text/tokenizer.h"
+#include "nn/text/bpe.h"
+#include "nn/text/tokenizer.h"
 #include "scratch_files.h"
 
 using namespace ember;

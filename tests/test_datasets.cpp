@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "datasets/datasets.h"
+#include "nn/data/datasets.h"
 #include "helpers.h"
 #include "scratch_files.h"
 

@@ -1,6 +1,6 @@
 // --device and --threads: accepted names, and the errors for the others.
 #include "helpers.h"
-#include "train/device_option.h"
+#include "nn/train/device_option.h"
 
 using namespace ember;
 using namespace ember::testing;

@@ -1,6 +1,6 @@
 // Levenshtein distance over token sequences and the corpus error rate built on it.
 #include "helpers.h"
-#include "train/edit_distance.h"
+#include "nn/train/edit_distance.h"
 
 using namespace ember;
 

@@ -8,7 +8,7 @@
 
 #include "helpers.h"
 #include "scratch_files.h"
-#include "train/metrics_log.h"
+#include "nn/train/metrics_log.h"
 
 using namespace ember;
 using namespace ember::testing;

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "helpers.h"
-#include "train/progress_bar.h"
+#include "nn/train/progress_bar.h"
 
 using namespace ember;
 using namespace ember::testing;

@@ -8,7 +8,7 @@
 
 #include "helpers.h"
 #include "scratch_files.h"
-#include "train/run_files.h"
+#include "nn/train/run_files.h"
 
 using namespace ember;
 using namespace ember::testing;

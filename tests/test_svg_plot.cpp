@@ -7,8 +7,8 @@
 
 #include "helpers.h"
 #include "scratch_files.h"
-#include "train/metrics_log.h"
-#include "train/svg_plot.h"
+#include "nn/train/metrics_log.h"
+#include "nn/train/svg_plot.h"
 
 using namespace ember;
 using namespace ember::testing;

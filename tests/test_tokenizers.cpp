@@ -5,11 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
-#include "text/bpe.h"
-#include "text/char_tokenizer.h"
-#include "text/tokenizer.h"
-#include "text/vocabulary.h"
-#include "text/word_tokenizer.h"
+#include "nn/text/bpe.h"
+#include "nn/text/char_tokenizer.h"
+#include "nn/text/tokenizer.h"
+#include "nn/text/vocabulary.h"
+#include "nn/text/word_tokenizer.h"
 #include "scratch_files.h"
 
 using namespace ember;

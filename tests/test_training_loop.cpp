@@ -1,4 +1,4 @@
-// The train/ helpers together, as an example's loop uses them: a run stopped after a
+// The nn/train/ helpers together, as an example's loop uses them: a run stopped after a
 // checkpoint and resumed with --resume ends where an uninterrupted run ends, with one metrics
 // row per step and its plot beside the CSV.
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "helpers.h"
 #include "scratch_files.h"
-#include "train/train.h"
+#include "nn/train/train.h"
 
 using namespace ember;
 using namespace ember::testing;

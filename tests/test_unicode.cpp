@@ -1,11 +1,11 @@
-// text/unicode.h and text/words.h: UTF-8 decoding of good and malformed bytes, BERT's character
+// nn/text/unicode.h and nn/text/words.h: UTF-8 decoding of good and malformed bytes, BERT's character
 // classes, lower-casing, accent stripping, and splitting text into words and back.
 #include <doctest/doctest.h>
 
 #include "core/error.h"
 #include "helpers.h"
-#include "text/unicode.h"
-#include "text/words.h"
+#include "nn/text/unicode.h"
+#include "nn/text/words.h"
 
 using namespace ember;
 using namespace ember::text;

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
-#include "text/tokenizer.h"
-#include "text/wordpiece.h"
+#include "nn/text/tokenizer.h"
+#include "nn/text/wordpiece.h"
 #include "scratch_files.h"
 
 using namespace ember;

@@ -22,8 +22,8 @@
 
 #include "core/device.h"
 #include "core/random.h"
-#include "train/device_option.h"
-#include "train/run_files.h"
+#include "nn/train/device_option.h"
+#include "nn/train/run_files.h"
 
 namespace ember::examples {
 
