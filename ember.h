@@ -9,6 +9,7 @@
 
 #include "core/autograd/function.h"
 #include "core/autograd/grad_mode.h"
+#include "core/autograd/hooks.h"
 #include "core/cuda.h"
 #include "core/cuda_graph.h"
 #include "core/device.h"

@@ -4,10 +4,13 @@
 // 1. Count, for every node reachable from the root, how many edges point at it.
 // 2. Start from the root with the given gradient. A node is ready once every edge into it has
 //    delivered its gradient (its count reaches 0); then it runs and passes gradients on.
-// 3. Gradients that reach a leaf add into its .grad.
+// 3. Gradients that reach a leaf add into its .grad. Once every edge into a leaf has delivered,
+//    the leaf's post-accumulate-grad hooks run (core/autograd/hooks.h); callbacks queued during
+//    the pass run at its end.
 #include <unordered_map>
 #include <vector>
 
+#include "core/autograd/hooks.h"
 #include "core/autograd/record.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -30,6 +33,18 @@ std::unordered_map<Node*, int> count_dependencies(Node* root) {
     }
   }
   return dependencies;
+}
+
+// How many edges point at each leaf, counted only when a hook wants to know when a leaf's
+// gradient is complete.
+std::unordered_map<TensorImpl*, int> count_leaf_edges(const std::unordered_map<Node*, int>& nodes) {
+  std::unordered_map<TensorImpl*, int> edges;
+  for (const auto& [node, count] : nodes) {
+    for (const Edge& edge : node->inputs) {
+      if (edge.leaf) ++edges[edge.leaf.get()];
+    }
+  }
+  return edges;
 }
 
 // Takes ownership of a gradient when nobody else holds it, and copies it otherwise, so that
@@ -85,13 +100,19 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
               root.dtype(), root.device());
 
   NoGradGuard no_grad;  // gradients are computed without building a graph of their own
+  detail::CallbackScope callbacks;
+  const bool hooks = detail::has_post_accumulate_grad_hooks();
   if (root.is_leaf()) {
     accumulate_into_leaf(*root.impl(), root_gradient);
+    if (hooks) detail::run_post_accumulate_grad_hooks(root.impl_ptr());
+    callbacks.run();
     return;
   }
 
   Node* root_node = root.grad_fn().get();
   std::unordered_map<Node*, int> dependencies = count_dependencies(root_node);
+  std::unordered_map<TensorImpl*, int> leaf_edges;
+  if (hooks) leaf_edges = count_leaf_edges(dependencies);
   std::unordered_map<Node*, Tensor> pending;  // gradient summed so far for each node's output
   pending[root_node] = root_gradient;
   std::vector<Node*> ready{root_node};
@@ -122,6 +143,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       if (input_gradient.defined()) check_gradient(*node, i, input_gradient);
       if (edge.leaf) {
         if (input_gradient.defined()) accumulate_into_leaf(*edge.leaf, input_gradient);
+        if (hooks && --leaf_edges[edge.leaf.get()] == 0) detail::run_post_accumulate_grad_hooks(edge.leaf);
       } else if (edge.node) {
         Node* next = edge.node.get();
         if (input_gradient.defined()) {
@@ -140,6 +162,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       }
     }
   }
+  callbacks.run();
 }
 
 }  // namespace ember::autograd
