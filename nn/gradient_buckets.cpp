@@ -1,0 +1,32 @@
+// The bucket plan of data-parallel training (nn/gradient_buckets.h).
+#include "nn/gradient_buckets.h"
+
+namespace ember::nn {
+
+std::vector<GradientBucket> plan_gradient_buckets(const std::vector<Tensor>& parameters, int64_t cap_bytes) {
+  EMBER_CHECK(cap_bytes >= 1, "plan_gradient_buckets: the bucket cap must be at least 1 byte, got {}", cap_bytes);
+  std::vector<GradientBucket> buckets;
+  int64_t bucket_bytes = 0;
+  for (size_t i = parameters.size(); i-- > 0;) {
+    const Tensor& parameter = parameters[i];
+    EMBER_CHECK(parameter.defined(), "plan_gradient_buckets: parameter {} is undefined", i);
+    const int64_t bytes = parameter.numel() * static_cast<int64_t>(element_size(parameter.dtype()));
+    const bool fits = !buckets.empty() && buckets.back().dtype == parameter.dtype() &&
+                      buckets.back().device == parameter.device() && bucket_bytes + bytes <= cap_bytes;
+    if (!fits) {
+      GradientBucket fresh;
+      fresh.dtype = parameter.dtype();
+      fresh.device = parameter.device();
+      buckets.push_back(std::move(fresh));
+      bucket_bytes = 0;
+    }
+    GradientBucket& bucket = buckets.back();
+    bucket.parameters.push_back(i);
+    bucket.offsets.push_back(bucket.numel);
+    bucket.numel += parameter.numel();
+    bucket_bytes += bytes;
+  }
+  return buckets;
+}
+
+}  // namespace ember::nn
