@@ -13,6 +13,7 @@
 #include "core/cuda.h"
 #include "core/cuda_graph.h"
 #include "core/device.h"
+#include "core/distributed/process_group.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/gradcheck.h"

@@ -7,5 +7,6 @@
 #include "nn/data/cmudict.h"
 #include "nn/data/data_files.h"
 #include "nn/data/de_en.h"
+#include "nn/data/distributed_sampler.h"
 #include "nn/data/moby_dick.h"
 #include "nn/data/sentiment.h"
