@@ -2,6 +2,8 @@
 // crash), and the checkpoint helpers around nn::save_checkpoint / nn::load_checkpoint.
 #include "nn/train/run_files.h"
 
+#include "core/distributed/process_group.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -94,8 +96,12 @@ bool CheckpointSaver::maybe_save(int64_t step) {
 }
 
 void CheckpointSaver::save(int64_t step) {
-  create_directory(std::filesystem::path(path_).parent_path().string());
-  nn::save_checkpoint(path_, model_, optimizer_, scheduler_, step);
+  // Under data parallelism every rank holds the same state: rank 0 alone writes it, and every
+  // rank reads it back on --resume.
+  if (distributed::is_main_process()) {
+    create_directory(std::filesystem::path(path_).parent_path().string());
+    nn::save_checkpoint(path_, model_, optimizer_, scheduler_, step);
+  }
   last_saved_step_ = step;
 }
 

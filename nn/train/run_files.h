@@ -37,7 +37,9 @@ std::optional<int64_t> resume_from(const std::string& path, nn::Module& model, n
                                    nn::Scheduler* scheduler);
 
 // Saves a checkpoint every `every_steps` steps (nn::save_checkpoint, itself atomic), so a run
-// that is stopped loses at most that many steps.
+// that is stopped loses at most that many steps. Under data parallelism only rank 0 writes (the
+// ranks' states are the same); every rank resumes from the file, so it must be where all of them
+// can read it (one machine, or a shared file system).
 class CheckpointSaver {
  public:
   // `scheduler` may be null. every_steps must be positive.

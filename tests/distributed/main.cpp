@@ -12,7 +12,10 @@ int main(int argc, char** argv) {
   using namespace ember;
   distributed::init();
   doctest::Context context(argc, argv);
-  if (distributed::rank() != 0) context.setOption("minimal", true);
+  if (distributed::rank() != 0) {
+    context.setOption("minimal", true);
+    context.setOption("no-colors", true);
+  }
   const int failed = context.run();
   if (context.shouldExit()) return failed;
   if (failed != 0) fmt::print(stderr, "rank {}: test cases failed\n", distributed::rank());
