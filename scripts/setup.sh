@@ -16,6 +16,7 @@ packages=(
   libomp-dev          # OpenMP
   nlohmann-json3-dev  # JSON: safetensors headers, data sets, tokenizer files
   libcli11-dev        # command-line parsing in the examples
+  libopenmpi-dev openmpi-bin  # MPI: data-parallel training across processes; the distributed tests run under mpirun
   ca-certificates
 )
 
