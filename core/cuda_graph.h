@@ -3,10 +3,24 @@
 // host's time to launch them one by one exceeds the GPU's time to run them; a replay launches
 // the whole recorded step at once.
 //
-//   step();                                   // warm-up, uncaptured: creates handles, grads
+//   auto training_step = [&] {                 // forward, backward, clipping, optimizer step
+//     optimizer.zero_grad();
+//     Tensor loss = loss_fn(model.forward(x), y);
+//     loss.backward();
+//     nn::clip_grad_norm_(model.parameters(), 1.0);
+//     optimizer.step();
+//     return loss;
+//   };
+//   training_step();                           // warm-up, uncaptured: makes handles and state
 //   ember::cuda::CudaGraph graph;
-//   graph.capture([&] { loss = step(); });    // recorded, not run
-//   for (...) { copy the batch into x; graph.replay(); optimizer.step(); loss.item(); }
+//   Tensor loss;
+//   graph.capture([&] { loss = training_step(); });   // recorded, not run
+//   for (...) {
+//     x.copy_(next_x); y.copy_(next_y);        // the batch, into the captured inputs
+//     scheduler.step();                        // the learning rate, into device memory
+//     graph.replay();
+//     fmt::print("{}\n", loss.item<double>());
+//   }
 //
 // What a captured step must respect, as in PyTorch:
 //   - Static inputs: tensors made before the capture (the batch, the parameters) are read at
@@ -18,8 +32,12 @@
 //   - Random ops (dropout, rand) draw fresh numbers on each replay: the generator's seed and
 //     offset are written to device memory before each replay, so replay n draws exactly what
 //     the n-th uncaptured run of the step would have drawn (core/random.h).
-//   - The optimizers read their learning rate and step count on the host, so optimizer.step()
-//     runs outside the graph, after replay(); a step called during a capture is refused.
+//   - The optimizers read their learning rate and step counts from device memory
+//     (core/ops/optimizer_steps.h): set the rate (set_lr, a Scheduler) between replays, never
+//     inside the captured step. Their first step makes their state, so it runs uncaptured, and
+//     their other hyper-parameters stay as they were at capture (changing one is refused).
+//   - Shapes are fixed: a batch of another shape needs a graph of its own (nn/train/
+//     graphed_steps.h keeps one per shape).
 #pragma once
 
 #include <functional>

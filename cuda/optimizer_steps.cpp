@@ -1,13 +1,10 @@
-// Registers the fused CUDA optimizer steps (cuda/optimizer_steps.cu) into nn's tables: it packs
-// the parameters of a step into lists of kTensorsPerLaunch, one list per dtype, and launches one
-// kernel per list.
-#include <cmath>
-
+// Registers the fused CUDA optimizer steps (cuda/optimizer_steps.cu) into core's tables
+// (core/ops/optimizer_steps.h): it packs the parameters of a step into lists of
+// kTensorsPerLaunch, one list per dtype, and launches one kernel per list.
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
+#include "core/ops/optimizer_steps.h"
 #include "cuda/optimizer_steps_kernels.h"
-#include "nn/adam.h"
-#include "nn/sgd.h"
 
 namespace ember::cuda {
 namespace {
@@ -35,8 +32,8 @@ void in_lists(std::span<const Tensor> params, DType dtype, Add add, Launch launc
 }
 
 void adam_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<const Tensor> exp_avgs,
-                    std::span<const Tensor> exp_avg_sqs, std::span<const double> steps,
-                    const nn::AdamStepOptions& options) {
+                    std::span<const Tensor> exp_avg_sqs, std::span<const Tensor> steps, const Tensor& lr,
+                    const AdamStepOptions& options) {
   // A gradient may be strided (an op's backward can produce a view); the copy is the rare case.
   std::vector<Tensor> dense_grads;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -45,8 +42,8 @@ void adam_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grad
     check_contiguous("adam_step", exp_avg_sqs[i], "exp_avg_sq of parameter", i);
     dense_grads.push_back(contiguous(grads[i]));
   }
-  const AdamHyperParameters hyper{options.lr,           options.beta1, options.beta2, options.eps,
-                                  options.weight_decay, options.decoupled_weight_decay};
+  const AdamHyperParameters hyper{lr.data_ptr<double>(), options.beta1,        options.beta2,
+                                  options.eps,           options.weight_decay, options.decoupled_weight_decay};
   for (const DType dtype : {kFloat32, kFloat64}) {
     visit_floating(dtype, "adam_step", [&]<class T>() {
       in_lists<AdamTensorList<T>>(
@@ -58,17 +55,16 @@ void adam_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grad
             list.exp_avg[at] = exp_avgs[i].data_ptr<T>();
             list.exp_avg_sq[at] = exp_avg_sqs[i].data_ptr<T>();
             list.sizes[at] = params[i].numel();
-            list.step_size[at] = -options.lr / (1.0 - std::pow(options.beta1, steps[i]));
-            list.bias_correction2_sqrt[at] = std::sqrt(1.0 - std::pow(options.beta2, steps[i]));
+            list.steps[at] = steps[i].data_ptr<double>();
           },
           [&](const AdamTensorList<T>& list) { launch_adam_step<T>(list, hyper); });
     });
   }
 }
-EMBER_REGISTER_KERNEL(nn::kernels::adam_step, DeviceType::CUDA, adam_step_cuda);
+EMBER_REGISTER_KERNEL(kernels::adam_step, DeviceType::CUDA, adam_step_cuda);
 
 void sgd_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<Tensor> momentum_buffers,
-                   const nn::SGDStepOptions& options) {
+                   const Tensor& lr, const SGDStepOptions& options) {
   std::vector<Tensor> dense_grads;
   std::vector<bool> first_step(params.size(), false);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -81,7 +77,7 @@ void sgd_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grads
     }
     check_contiguous("sgd_step", momentum_buffers[i], "momentum buffer of parameter", i);
   }
-  const SGDHyperParameters hyper{options.lr, options.momentum, options.dampening, options.weight_decay,
+  const SGDHyperParameters hyper{lr.data_ptr<double>(), options.momentum, options.dampening, options.weight_decay,
                                  options.nesterov};
   for (const DType dtype : {kFloat32, kFloat64}) {
     visit_floating(dtype, "sgd_step", [&]<class T>() {
@@ -99,7 +95,7 @@ void sgd_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grads
     });
   }
 }
-EMBER_REGISTER_KERNEL(nn::kernels::sgd_step, DeviceType::CUDA, sgd_step_cuda);
+EMBER_REGISTER_KERNEL(kernels::sgd_step, DeviceType::CUDA, sgd_step_cuda);
 
 }  // namespace
 }  // namespace ember::cuda

@@ -1,7 +1,9 @@
 // The AdamW/Adam and SGD steps on CUDA, fused: one launch updates a whole list of parameters,
 // every element read and written once. blockIdx.y picks the parameter, and a grid-stride loop
 // over blockIdx.x covers its elements (blocks past a small parameter's end just exit). The
-// arithmetic follows the CPU step of nn/adam.cpp and nn/sgd.cpp operation by operation.
+// arithmetic follows the CPU step of core/ops/optimizer_steps.cpp operation by operation. The
+// learning rate and Adam's step counts come from device memory; a second, one-block launch
+// advances the counts once every block of the update has read them.
 #include <cmath>
 
 #include "cuda/check.h"
@@ -19,12 +21,14 @@ __global__ void adam_step_kernel(AdamTensorList<T> list, AdamHyperParameters opt
   const T* grad = list.grads[t];
   T* m = list.exp_avg[t];
   T* v = list.exp_avg_sq[t];
+  const double lr = *options.lr, step = *list.steps[t] + 1.0;
   const T decay = static_cast<T>(options.weight_decay);
-  const T shrink = static_cast<T>(1.0 - options.lr * options.weight_decay);
+  const T shrink = static_cast<T>(1.0 - lr * options.weight_decay);
   const T beta1 = static_cast<T>(options.beta1), beta2 = static_cast<T>(options.beta2);
   const T one_minus_beta1 = static_cast<T>(1.0 - options.beta1), one_minus_beta2 = static_cast<T>(1.0 - options.beta2);
-  const T eps = static_cast<T>(options.eps), step_size = static_cast<T>(list.step_size[t]);
-  const T correction2 = static_cast<T>(list.bias_correction2_sqrt[t]);
+  const T eps = static_cast<T>(options.eps);
+  const T step_size = static_cast<T>(-lr / (1.0 - pow(options.beta1, step)));
+  const T correction2 = static_cast<T>(sqrt(1.0 - pow(options.beta2, step)));
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < list.sizes[t];
        i += int64_t(gridDim.x) * blockDim.x) {
     T p = param[i], g = grad[i];
@@ -43,6 +47,13 @@ __global__ void adam_step_kernel(AdamTensorList<T> list, AdamHyperParameters opt
   }
 }
 
+// After the update: each parameter's step count, read by every block above, moves on by one.
+template <class T>
+__global__ void advance_steps_kernel(AdamTensorList<T> list) {
+  const int t = threadIdx.x;
+  if (t < list.count) *list.steps[t] += 1.0;
+}
+
 template <class T>
 __global__ void sgd_step_kernel(SGDTensorList<T> list, SGDHyperParameters options) {
   const int t = blockIdx.y;
@@ -51,7 +62,7 @@ __global__ void sgd_step_kernel(SGDTensorList<T> list, SGDHyperParameters option
   T* buffer = list.momentum_buffers[t];
   const bool first = list.first_step[t];
   const T decay = static_cast<T>(options.weight_decay), momentum = static_cast<T>(options.momentum);
-  const T keep = static_cast<T>(1.0 - options.dampening), minus_lr = static_cast<T>(-options.lr);
+  const T keep = static_cast<T>(1.0 - options.dampening), minus_lr = static_cast<T>(-*options.lr);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < list.sizes[t];
        i += int64_t(gridDim.x) * blockDim.x) {
     T direction = grad[i];
@@ -80,6 +91,9 @@ void launch_adam_step(const AdamTensorList<T>& list, const AdamHyperParameters& 
   if (list.count == 0) return;
   adam_step_kernel<<<grid_for(list), kThreadsPerBlock, 0, current_stream()>>>(list, options);
   check_launch("adam_step");
+  static_assert(kTensorsPerLaunch <= 32, "advance_steps_kernel gives one thread of one warp to each parameter");
+  advance_steps_kernel<<<1, 32, 0, current_stream()>>>(list);
+  check_launch("adam_step (step counts)");
 }
 
 template <class T>

@@ -1,7 +1,9 @@
 // Launchers of the fused optimizer steps (cuda/optimizer_steps.cu): a "multi-tensor apply" that
 // updates up to kTensorsPerLaunch parameters in one launch. The lists travel to the kernel as
 // a by-value argument (under the 4 KiB kernel-argument limit), so a step needs no device
-// allocation and no host-to-device copy. float and double; every tensor contiguous.
+// allocation and no host-to-device copy. float and double; every tensor contiguous. The
+// learning rate and the step counts are read from device memory when the kernel runs, so a
+// step recorded in a CUDA graph follows the schedule and counts its replays.
 #pragma once
 
 #include <cstdint>
@@ -18,13 +20,14 @@ struct AdamTensorList {
   T* exp_avg[kTensorsPerLaunch];
   T* exp_avg_sq[kTensorsPerLaunch];
   int64_t sizes[kTensorsPerLaunch];
-  // Per parameter, as its step count differs: -lr / (1 - beta1^t) and sqrt(1 - beta2^t).
-  double step_size[kTensorsPerLaunch];
-  double bias_correction2_sqrt[kTensorsPerLaunch];
+  // Each parameter's step count before this update (a 0-d float64 on the device), advanced by
+  // one after the update.
+  double* steps[kTensorsPerLaunch];
 };
 
 struct AdamHyperParameters {
-  double lr, beta1, beta2, eps, weight_decay;
+  const double* lr;  // on the device
+  double beta1, beta2, eps, weight_decay;
   bool decoupled_weight_decay;
 };
 
@@ -42,7 +45,8 @@ struct SGDTensorList {
 };
 
 struct SGDHyperParameters {
-  double lr, momentum, dampening, weight_decay;
+  const double* lr;  // on the device
+  double momentum, dampening, weight_decay;
   bool nesterov;
 };
 

@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,8 @@
 
 #include "common/options.h"
 #include "common/run_main.h"
-#include "nn/data/datasets.h"
 #include "ember.h"
+#include "nn/data/datasets.h"
 #include "nn/text/text.h"
 #include "nn/train/train.h"
 
@@ -412,14 +413,21 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
                        val_loss / std::log(2.0), indented(sample));
   };
 
-  // One training step: forward, backward, clip, update. Returns the batch's loss.
+  // One training step: forward, backward, clip, update. Every batch has the same shape, so on a
+  // GPU the step is captured once as a CUDA graph and replayed (nn/train/graphed_steps.h); the
+  // schedule runs outside it, and a replay reads the rate it set. Returns the batch's loss.
+  train::GraphedSteps forward_backward_update(
+      [&](std::span<const Tensor> batch) {
+        optimizer.zero_grad();
+        Tensor loss = model->loss(batch[0]);
+        loss.backward();
+        nn::clip_grad_norm_(model->parameters(), recipe.clip);
+        optimizer.step();
+        return loss;
+      },
+      {.enabled = device.is_cuda() && common.cuda_graphs});
   auto train_step = [&](int64_t at_step) {
-    const Tensor batch = training_batch(train_ids, at_step, recipe, common.seed, device);
-    optimizer.zero_grad();
-    const Tensor loss = model->loss(batch);
-    loss.backward();
-    nn::clip_grad_norm_(model->parameters(), recipe.clip);
-    optimizer.step();
+    const Tensor loss = forward_backward_update({training_batch(train_ids, at_step, recipe, common.seed, device)});
     scheduler->step();
     return loss.item<double>();
   };

@@ -16,7 +16,9 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,8 +29,8 @@
 
 #include "common/options.h"
 #include "common/run_main.h"
-#include "nn/data/datasets.h"
 #include "ember.h"
+#include "nn/data/datasets.h"
 #include "nn/text/text.h"
 #include "nn/train/train.h"
 
@@ -463,6 +465,23 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
   const std::vector<Tensor> parameters = model->parameters();
   const nn::CrossEntropyOptions loss_options{.ignore_index = vocabularies.pad_id(),
                                              .label_smoothing = recipe.label_smoothing};
+  // The step itself: forward, loss, backward, clipping, AdamW. On a GPU the step of each batch
+  // shape is captured once as a CUDA graph and replayed after (nn/train/graphed_steps.h); words
+  // and pronunciations are then padded to a multiple of 8 symbols (which divides kMaxPositions),
+  // so the buckets make a few shapes. The schedule runs outside it: a replay reads its rate.
+  const bool graphs = device.is_cuda() && common.cuda_graphs;
+  const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, kMaxPositions) : 1;
+  train::GraphedSteps forward_backward_update(
+      [&](std::span<const Tensor> batch) {  // letters, decoder input, next phonemes
+        const Tensor logits = model->forward(batch[0], batch[1]);
+        Tensor loss = nn::cross_entropy(logits, batch[2], loss_options);
+        optimizer.zero_grad();
+        loss.backward();
+        nn::clip_grad_norm_(parameters, recipe.clip_norm);
+        optimizer.step();
+        return loss;
+      },
+      {.enabled = graphs});
   const double budget_seconds = recipe.minutes * 60;
   const auto training_start = Clock::now();
   double timing_start = 0;  // when the timed steps began
@@ -475,18 +494,15 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
     }
     ++step;
     const std::vector<int64_t> indices = schedule.batch(step - 1);
-    const datasets::PaddedBatch letters = datasets::pad_batch(datasets::take(source_ids, indices), vocabularies.pad_id());
-    const datasets::PaddedBatch phonemes = datasets::pad_batch(datasets::take(target_ids, indices), vocabularies.pad_id());
+    const datasets::PaddedBatch letters =
+        datasets::pad_batch(datasets::take(source_ids, indices), vocabularies.pad_id(), -1, length_multiple);
+    const datasets::PaddedBatch phonemes =
+        datasets::pad_batch(datasets::take(target_ids, indices), vocabularies.pad_id(), -1, length_multiple);
     // Teacher forcing: the decoder reads BOS and the true phonemes, and at every position
     // predicts the next one (the last prediction is EOS). Padding is ignored by the loss.
     const Tensor decoder_input = phonemes.ids.slice(1, 0, -1).to(device);
     const Tensor next_phonemes = phonemes.ids.slice(1, 1, std::nullopt).contiguous().to(device);
-    const Tensor logits = model->forward(letters.ids.to(device), decoder_input);
-    const Tensor loss = nn::cross_entropy(logits, next_phonemes, loss_options);
-    optimizer.zero_grad();
-    loss.backward();
-    nn::clip_grad_norm_(parameters, recipe.clip_norm);
-    optimizer.step();
+    const Tensor loss = forward_backward_update({letters.ids.to(device), decoder_input, next_phonemes});
     scheduler->step();
     const double loss_value = loss.item();
     loss_sum += loss_value;

@@ -20,6 +20,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <numeric>
+#include <span>
 #include <nlohmann/json.hpp>
 
 #include "common/file_names.h"
@@ -251,6 +253,23 @@ int main(int argc, char** argv) {
     train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "test_loss", "test_accuracy", "lr"}, resumed);
     train::ProgressBar progress(total_steps, {.label = "train", .unit = "sentences"}, resumed.value_or(0));
 
+    // One step: forward, loss, backward, AdamW. On a GPU, the step of each batch shape is captured
+    // once as a CUDA graph and replayed after (nn/train/graphed_steps.h); the batches are then
+    // padded to a multiple of 8 tokens, so there are a few shapes (at most max_tokens: the
+    // multiple divides it). The learning-rate schedule runs outside the step: a replay reads it.
+    const bool graphs = device.is_cuda() && common.cuda_graphs;
+    const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, recipe.max_tokens) : 1;
+    train::GraphedSteps train_step(
+        [&](std::span<const Tensor> batch) {  // ids, padding mask, labels
+          const Tensor logits = model.forward(batch[0], batch[1]);
+          Tensor loss = cross_entropy(logits, batch[2]);
+          optimizer.zero_grad();
+          loss.backward();
+          optimizer.step();
+          return loss;
+        },
+        {.enabled = graphs});
+
     const auto started = std::chrono::steady_clock::now();
     double loss_sum = 0;
     int64_t loss_count = 0, step = resumed.value_or(0);
@@ -258,14 +277,10 @@ int main(int argc, char** argv) {
     model.train();
     for (step = step + 1; step <= total_steps; ++step) {
       const std::vector<int64_t> rows = schedule.batch(step - 1);
-      const datasets::PaddedBatch batch = datasets::pad_batch(datasets::take(train_ids, rows), 0);
+      const datasets::PaddedBatch batch = datasets::pad_batch(datasets::take(train_ids, rows), 0, -1, length_multiple);
       const Tensor targets = tensor(datasets::take(train_labels, rows), {static_cast<int64_t>(rows.size())}).to(device);
 
-      const Tensor logits = model.forward(batch.ids.to(device), batch.padding_mask.to(device));
-      const Tensor loss = cross_entropy(logits, targets);
-      optimizer.zero_grad();
-      loss.backward();
-      optimizer.step();
+      const Tensor loss = train_step({batch.ids.to(device), batch.padding_mask.to(device), targets});
       scheduler.step();
 
       const double loss_value = loss.item<double>();

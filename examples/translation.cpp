@@ -16,6 +16,7 @@
 #include <fstream>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,8 @@
 
 #include "common/options.h"
 #include "common/run_main.h"
-#include "nn/data/datasets.h"
 #include "ember.h"
+#include "nn/data/datasets.h"
 #include "nn/text/bpe.h"
 #include "nn/train/train.h"
 
@@ -550,20 +551,37 @@ int main(int argc, char** argv) {
     auto scheduler = std::make_unique<nn::Scheduler>(optimizer, make_schedule(total_steps));
     if (resuming) resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get());
 
+    // The step itself: forward, loss, backward, clipping, AdamW. On a GPU the step of each batch
+    // shape is captured once as a CUDA graph and replayed after (nn/train/graphed_steps.h); the
+    // sentences are then padded to a multiple of 8 tokens (which divides kMaxPositions), so the
+    // buckets make a few shapes. The schedule runs outside it: a replay reads the rate it set.
+    const bool graphs = device.is_cuda() && common.cuda_graphs;
+    const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, kMaxPositions) : 1;
+    train::GraphedSteps forward_backward_update(
+        [&](std::span<const Tensor> batch) {  // source, target
+          const Tensor& source = batch[0];
+          const Tensor& target = batch[1];
+          const int64_t length = target.size(1) - 1;
+          optimizer.zero_grad();
+          const Tensor logits = model->forward(source, target.narrow(1, 0, length));
+          const Tensor labels = target.narrow(1, 1, length).contiguous();
+          Tensor loss = nn::cross_entropy(logits, labels,
+                                          {.ignore_index = pad_id, .label_smoothing = recipe.label_smoothing});
+          loss.backward();
+          nn::clip_grad_norm_(model->parameters(), 1.0);
+          optimizer.step();
+          return loss;
+        },
+        {.enabled = graphs});
+
     // One training step on the batch at `step` (1-based); returns the loss and the tokens seen.
     auto train_step = [&](int64_t step) {
       const std::vector<int64_t> indices = schedule.batch(step - 1);
-      const Tensor source = datasets::pad_batch(datasets::take(train_pairs.source, indices), pad_id).ids.to(device);
-      const Tensor target = datasets::pad_batch(datasets::take(train_pairs.target, indices), pad_id).ids.to(device);
-      const int64_t length = target.size(1) - 1;
-      optimizer.zero_grad();
-      const Tensor logits = model->forward(source, target.narrow(1, 0, length));
-      const Tensor labels = target.narrow(1, 1, length).contiguous();
-      const Tensor loss = nn::cross_entropy(logits, labels,
-                                            {.ignore_index = pad_id, .label_smoothing = recipe.label_smoothing});
-      loss.backward();
-      nn::clip_grad_norm_(model->parameters(), 1.0);
-      optimizer.step();
+      const Tensor source =
+          datasets::pad_batch(datasets::take(train_pairs.source, indices), pad_id, -1, length_multiple).ids.to(device);
+      const Tensor target =
+          datasets::pad_batch(datasets::take(train_pairs.target, indices), pad_id, -1, length_multiple).ids.to(device);
+      const Tensor loss = forward_backward_update({source, target});
       scheduler->step();
       int64_t tokens = 0;
       for (const int64_t index : indices) {

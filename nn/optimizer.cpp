@@ -52,6 +52,7 @@ Optimizer::Optimizer(std::string type_name, std::vector<ParamGroup> groups, Hype
   }
   EMBER_CHECK(count > 0, "{}: got no parameters to optimize", type_name_);
   state_.resize(count);
+  lr_tensors_.resize(groups_.size());
 }
 
 void Optimizer::check_hyper_parameters() const {
@@ -76,6 +77,11 @@ double Optimizer::option(size_t group_index, const std::string& name) const {
 
 void Optimizer::set_option(size_t group_index, const std::string& name, double value) {
   (void)option(group_index, name);  // checks the group index and the name
+  EMBER_CHECK(!cuda::is_capturing_graph(), "{}: '{}' cannot change while a CUDA graph is captured; set it outside "
+              "the captured step, before replay()", type_name_, name);
+  EMBER_CHECK(name == "lr" || !captured_ || groups_[group_index].options.at(name) == value,
+              "{}: '{}' cannot change after a step of this optimizer was captured in a CUDA graph: the graph keeps "
+              "the value it was captured with (only 'lr' is read at each replay)", type_name_, name);
   check_option(group_index, name, value);
   double& slot = groups_[group_index].options[name];
   const double previous = slot;
@@ -86,18 +92,38 @@ void Optimizer::set_option(size_t group_index, const std::string& name, double v
     slot = previous;
     throw;
   }
+  if (name == "lr") refresh_lr_tensors(group_index);
+}
+
+const Tensor& Optimizer::lr_tensor(size_t group_index, Device device) {
+  for (const Tensor& lr : lr_tensors_[group_index]) {
+    if (lr.device() == device) return lr;
+  }
+  EMBER_CHECK(!cuda::is_capturing_graph(), "{}: the first step on {} must run before a CUDA graph capture (it makes "
+              "the learning rate's device copy)", type_name_, device.str());
+  return lr_tensors_[group_index].emplace_back(
+      scalar_tensor(groups_[group_index].options.at("lr"), TensorOptions(kFloat64).device(device)));
+}
+
+void Optimizer::refresh_lr_tensors(size_t group_index) {
+  NoGradGuard no_grad;
+  for (Tensor& lr : lr_tensors_[group_index]) lr.fill_(groups_[group_index].options.at("lr"));
+}
+
+void Optimizer::check_can_create_state(size_t group_index, size_t param, const char* what) const {
+  EMBER_CHECK(!cuda::is_capturing_graph(),
+              "{}.step: parameter {} of group {} has no {} yet, and a step captured in a CUDA graph cannot create "
+              "them (each replay would start them again); run one step uncaptured before the capture",
+              type_name_, param, group_index, what);
 }
 
 void Optimizer::step() {
-  // The learning rate and step count are host values a recorded graph would keep forever.
-  EMBER_CHECK(!cuda::is_capturing_graph(),
-              "Optimizer::step: an optimizer step cannot be captured in a CUDA graph yet (its learning rate and step "
-              "count are read on the host); call it after CudaGraph::replay()");
+  if (cuda::is_capturing_graph()) captured_ = true;
   NoGradGuard no_grad;
   size_t first = 0;
-  for (const ParamGroup& g : groups_) {
-    update_group(g, std::span<ParamState>(state_).subspan(first, g.params.size()));
-    first += g.params.size();
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    update_group(g, groups_[g], std::span<ParamState>(state_).subspan(first, groups_[g].params.size()));
+    first += groups_[g].params.size();
   }
 }
 
@@ -122,9 +148,7 @@ void Optimizer::to_parameter_devices() {
   size_t index = 0;
   for (const ParamGroup& g : groups_) {
     for (const Tensor& p : g.params) {
-      for (auto& [name, value] : state_[index]) {
-        if (name != "step") value = value.to(p.device());
-      }
+      for (auto& [name, value] : state_[index]) value = value.to(p.device());
       ++index;
     }
   }
@@ -191,6 +215,7 @@ int64_t parse_index(const std::string& text) {
 
 void Optimizer::load_state_dict(const StateDict& state) {
   const std::string op = type_name_ + ".load_state_dict";
+  EMBER_CHECK(!cuda::is_capturing_graph(), "{}: cannot run while a CUDA graph is captured", op);
   // Which optimizer wrote it, first: every other difference follows from a wrong type.
   std::vector<std::string> types;
   for (const auto& [key, value] : state) {
@@ -255,7 +280,7 @@ void Optimizer::load_state_dict(const StateDict& state) {
     if (name == "step") {
       EMBER_CHECK(value.numel() == 1, "{}: '{}' must hold one value, got shape {}", op, key,
                   shape_str(value.sizes()));
-      new_state[index][name] = scalar_tensor(value.item<double>(), kFloat64);
+      new_state[index][name] = scalar_tensor(value.item<double>(), TensorOptions(kFloat64).device(param.device()));
     } else {
       EMBER_CHECK(value.sizes() == param.sizes(), "{}: '{}' has shape {} but parameter {} has shape {}", op, key,
                   shape_str(value.sizes()), index, shape_str(param.sizes()));
@@ -275,6 +300,7 @@ void Optimizer::load_state_dict(const StateDict& state) {
     throw;
   }
   state_ = std::move(new_state);
+  for (size_t g = 0; g < groups_.size(); ++g) refresh_lr_tensors(g);
 }
 
 }  // namespace ember::nn

@@ -52,12 +52,15 @@ class Optimizer {
   const std::string& type_name() const { return type_name_; }
 
   // Updates every parameter that has a gradient, in place and without recording; parameters
-  // without a gradient (and their state) are left as they are.
+  // without a gradient (and their state) are left as they are. A step may be captured in a CUDA
+  // graph (core/cuda_graph.h) once every parameter it updates has its state, that is after one
+  // uncaptured step: the kernels read the learning rate and the step counts from device memory,
+  // so each replay counts its step and uses the learning rate set before it.
   void step();
   // Drops every parameter's gradient (the next backward starts from zero).
   void zero_grad();
   // Moves every per-parameter state tensor to its parameter's device (call after Module::to;
-  // state created later starts there anyway). Step counts stay on the host.
+  // state created later starts there anyway).
   void to_parameter_devices();
 
   size_t num_groups() const { return groups_.size(); }
@@ -65,7 +68,9 @@ class Optimizer {
   // The learning rate of a group: what schedules set before each step.
   double lr(size_t group) const { return option(group, "lr"); }
   void set_lr(size_t group, double lr) { set_option(group, "lr", lr); }
-  // Any hyper-parameter of a group, by name; set_option checks the name and the value.
+  // Any hyper-parameter of a group, by name; set_option checks the name and the value. Once a
+  // step has been captured in a CUDA graph only "lr" may change (the graph keeps the others as
+  // they were at capture), and nothing may change during a capture.
   double option(size_t group, const std::string& name) const;
   void set_option(size_t group, const std::string& name, double value);
 
@@ -91,9 +96,9 @@ class Optimizer {
   // it: the base constructor cannot, as virtual calls there do not reach the derived class.
   void check_hyper_parameters() const;
 
-  // Updates the parameters of one group that have a gradient; states[i] belongs to
+  // Updates the parameters of group `group_index` that have a gradient; states[i] belongs to
   // group.params[i]. Runs under NoGradGuard.
-  virtual void update_group(const ParamGroup& group, std::span<ParamState> states) = 0;
+  virtual void update_group(size_t group_index, const ParamGroup& group, std::span<ParamState> states) = 0;
   // Throws when `value` is invalid for hyper-parameter `name` of group `group`.
   virtual void check_option(size_t group, const std::string& name, double value) const = 0;
   // Throws when a group's hyper-parameters do not fit together (nesterov without momentum).
@@ -103,11 +108,24 @@ class Optimizer {
   // (in order of first appearance): each list is one fused step, one kernel table lookup.
   static std::vector<std::vector<size_t>> with_grad_by_device(const ParamGroup& group);
 
+  // The group's learning rate as a 0-d float64 tensor on `device`: what the step kernels read.
+  // It always holds lr(group): set_option and load_state_dict refill it, with a kernel queued on
+  // the device (no host wait), so a replayed step reads the rate set before its replay.
+  const Tensor& lr_tensor(size_t group, Device device);
+  // Throws when a parameter's first step, which creates its state (`what`), is being captured in
+  // a CUDA graph: the capture would record the creation, and every replay would reset the state.
+  void check_can_create_state(size_t group, size_t param, const char* what) const;
+
  private:
+  // Refills group g's learning-rate tensors with lr(g).
+  void refresh_lr_tensors(size_t group);
+
   std::string type_name_;
   std::vector<ParamGroup> groups_;
   std::vector<std::string> state_names_;  // the keys a ParamState may hold
   std::vector<ParamState> state_;         // one per parameter, counted across groups in order
+  std::vector<std::vector<Tensor>> lr_tensors_;  // per group, one per device its parameters are on
+  bool captured_ = false;                        // a step of this optimizer was captured in a graph
 };
 
 }  // namespace ember::nn

@@ -3,8 +3,7 @@
 
 #include <cmath>
 
-#include "core/ops/copy.h"
-#include "core/ops/elementwise.h"
+#include "core/ops/optimizer_steps.h"
 
 namespace ember::nn {
 namespace {
@@ -46,49 +45,20 @@ void SGD::check_group(size_t index) const {
               "(parameter group {})", options.at("momentum"), options.at("dampening"), index);
 }
 
-namespace kernels {
-constinit KernelTable<void(std::span<const Tensor> params, std::span<const Tensor> grads,
-                           std::span<Tensor> momentum_buffers, const SGDStepOptions& options)>
-    sgd_step{"sgd_step"};
-}  // namespace kernels
-
-namespace {
-
-// The CPU step: ember's ops, one parameter after another.
-void sgd_step_cpu(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<Tensor> momentum_buffers,
-                  const SGDStepOptions& options) {
-  for (size_t i = 0; i < params.size(); ++i) {
-    Tensor param = params[i];
-    Tensor direction = grads[i];
-    if (options.weight_decay != 0.0) direction = add(direction, mul(param, options.weight_decay));
-    if (options.momentum != 0.0) {
-      Tensor& buffer = momentum_buffers[i];
-      if (!buffer.defined()) {
-        buffer = clone(direction);
-      } else {
-        buffer.mul_(options.momentum).add_(direction, 1.0 - options.dampening);
-      }
-      direction = options.nesterov ? add(direction, mul(buffer, options.momentum)) : buffer;
-    }
-    param.add_(direction, -options.lr);
-  }
-}
-EMBER_REGISTER_KERNEL(kernels::sgd_step, DeviceType::CPU, sgd_step_cpu);
-
-}  // namespace
-
-void SGD::update_group(const ParamGroup& group, std::span<ParamState> states) {
-  const SGDStepOptions options{group.options.at("lr"), group.options.at("momentum"), group.options.at("dampening"),
+void SGD::update_group(size_t group_index, const ParamGroup& group, std::span<ParamState> states) {
+  const SGDStepOptions options{group.options.at("momentum"), group.options.at("dampening"),
                                group.options.at("weight_decay"), group.options.at("nesterov") != 0.0};
   for (const std::vector<size_t>& on_device : with_grad_by_device(group)) {
     std::vector<Tensor> params, grads, buffers;
+    const Device device = group.params[on_device.front()].device();
     for (const size_t i : on_device) {
       params.push_back(group.params[i]);
       grads.push_back(group.params[i].grad());
       auto found = states[i].find("momentum_buffer");
+      if (options.momentum != 0.0 && found == states[i].end()) check_can_create_state(group_index, i, "momentum buffer");
       buffers.push_back(found == states[i].end() ? Tensor() : found->second);
     }
-    kernels::sgd_step[params.front().device()](params, grads, buffers, options);
+    kernels::sgd_step[device](params, grads, buffers, lr_tensor(group_index, device), options);
     if (options.momentum == 0.0) continue;
     for (size_t j = 0; j < on_device.size(); ++j) states[on_device[j]]["momentum_buffer"] = buffers[j];
   }

@@ -3,27 +3,9 @@
 
 #include <span>
 
-#include "core/dispatch.h"
 #include "nn/optimizer.h"
 
 namespace ember::nn {
-
-// The hyper-parameters of one fused SGD step over a list of parameters.
-struct SGDStepOptions {
-  double lr, momentum, dampening, weight_decay;
-  bool nesterov;
-};
-
-namespace kernels {
-// One SGD update (the formulas below) of every params[i] from grads[i], all on one device.
-// With momentum != 0, momentum_buffers[i] is the parameter's buffer, updated in place, or
-// undefined on its first step: the kernel then creates it (the step's direction) and stores
-// it there. The CPU entry runs ember's ops parameter by parameter; a GPU entry may update every
-// parameter in a few fused launches.
-extern KernelTable<void(std::span<const Tensor> params, std::span<const Tensor> grads,
-                        std::span<Tensor> momentum_buffers, const SGDStepOptions& options)>
-    sgd_step;
-}  // namespace kernels
 
 // The defaults, also the hyper-parameter names a ParamGroup may override ("lr", "momentum",
 // "dampening", "nesterov" (0 or 1), "weight_decay").
@@ -46,7 +28,7 @@ class SGD : public Optimizer {
   explicit SGD(std::vector<ParamGroup> groups, SGDOptions defaults = {});
 
  protected:
-  void update_group(const ParamGroup& group, std::span<ParamState> states) override;
+  void update_group(size_t group_index, const ParamGroup& group, std::span<ParamState> states) override;
   void check_option(size_t group, const std::string& name, double value) const override;
   void check_group(size_t group) const override;
 };

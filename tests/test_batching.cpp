@@ -78,11 +78,23 @@ TEST_CASE("pad_batch uses any pad id, needs no padding for equal lengths, and tr
   CHECK(loose.ids.sizes() == Shape{2, 2});
 }
 
+TEST_CASE("pad_batch with length_multiple pads the width up to the next multiple, and no further") {
+  const PaddedBatch rounded = pad_batch({{1, 2, 3}, {4}}, 0, -1, 4);
+  CHECK(rounded.ids.sizes() == Shape{2, 4});
+  CHECK(rounded.ids.to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3, 0, 4, 0, 0, 0});
+  CHECK(rounded.padding_mask.to_vector<bool>() ==
+        std::vector<bool>{false, false, false, true, false, true, true, true});
+  CHECK(rounded.lengths == std::vector<int64_t>{3, 1});
+  CHECK(pad_batch({{1, 2, 3, 4}}, 0, -1, 4).ids.sizes() == Shape{1, 4});  // already a multiple
+  CHECK(pad_batch({{1, 2, 3, 4, 5}}, 0, 3, 8).ids.sizes() == Shape{1, 8});  // cut to 3, then padded to 8
+}
+
 TEST_CASE("pad_batch refuses an empty batch, an empty sequence and a bad max_length") {
   CHECK_THROWS_WITH_ALL(pad_batch({}, 0), "pad_batch", "empty batch");
   CHECK_THROWS_WITH_ALL(pad_batch({{1, 2}, {}}, 0), "pad_batch", "sequence 1 of 2 is empty");
   CHECK_THROWS_WITH_ALL(pad_batch({{1, 2}}, 0, 0), "pad_batch", "max_length", "got 0");
   CHECK_THROWS_WITH_ALL(pad_batch({{1, 2}}, 0, -2), "pad_batch", "max_length", "got -2");
+  CHECK_THROWS_WITH_ALL(pad_batch({{1, 2}}, 0, -1, 0), "pad_batch", "length_multiple", "got 0");
 }
 
 TEST_CASE("a padded batch gives a mean-pooling classifier the same logits as each sequence alone") {

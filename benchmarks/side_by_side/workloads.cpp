@@ -35,12 +35,12 @@ class ClassifierWorkload final : public Workload {
     labels_ = randint(0, 4, {sizes.batch}, TensorOptions(kInt64).device(device));
   }
 
-  double step() override {
+  Tensor queue_step() override {
     optimizer_->zero_grad();
     Tensor loss = nn::cross_entropy(model_->forward(ids_), labels_);
     loss.backward();
     optimizer_->step();
-    return loss.item<float>();
+    return loss;
   }
   nn::Module& model() override { return *model_; }
   int64_t tokens_per_step() const override { return ids_.numel(); }
@@ -81,14 +81,14 @@ class EncoderDecoderWorkload final : public Workload {
     target_out_ = random_ids(sizes.batch, seq_len, vocab, device).reshape({-1});
   }
 
-  double step() override {
+  Tensor queue_step() override {
     optimizer_->zero_grad();
     const Tensor logits = model_->forward(source_, target_in_);
     Tensor loss = nn::cross_entropy(logits.reshape({-1, logits.sizes().back()}), target_out_,
                                     {.label_smoothing = 0.1});
     loss.backward();
     optimizer_->step();
-    return loss.item<float>();
+    return loss;
   }
   nn::Module& model() override { return *model_; }
   int64_t tokens_per_step() const override { return source_.numel() + target_in_.numel(); }

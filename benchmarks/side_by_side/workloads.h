@@ -24,7 +24,11 @@ struct WorkloadSizes {
 class Workload {
  public:
   virtual ~Workload() = default;
-  virtual double step() = 0;
+  // One training step, queued: the loss stays on the device (no host wait), so the step can be
+  // captured in a CUDA graph.
+  virtual Tensor queue_step() = 0;
+  // One training step, finished: the loss read back.
+  double step() { return queue_step().item<double>(); }
   virtual nn::Module& model() = 0;
   // Tokens one step reads: batch x sequence length (source and target for the encoder-decoder).
   virtual int64_t tokens_per_step() const = 0;

@@ -1,4 +1,5 @@
-// The options every example takes (--device, --seed, --threads, --out, --data, --resume) on
+// The options every example takes (--device, --seed, --threads, --out, --data, --resume,
+// --no-cuda-graphs) on
 // a CLI11 app, setup_run(), which acts on them, and the checks of numeric options.
 //
 //   CLI::App app{"Train a text classifier on the sentiment sentences"};
@@ -66,6 +67,7 @@ struct CommonOptions {
   std::string out_dir = "out";
   std::string data_dir = "data";
   bool resume = false;
+  bool cuda_graphs = true;  // on a GPU, each batch shape's training step replayed as a CUDA graph
 
   // A file in the output directory: out_path("metrics.csv") -> "out/metrics.csv".
   std::string out_path(const std::string& name) const { return (std::filesystem::path(out_dir) / name).string(); }
@@ -88,6 +90,8 @@ inline void add_common_options(CLI::App& app, CommonOptions& options) {
   app.add_option("--data", options.data_dir, "directory of the data sets (bash scripts/fetch_data.sh fills it)")
       ->capture_default_str();
   app.add_flag("--resume", options.resume, "continue from the checkpoint in --out, if there is one");
+  app.add_flag("--cuda-graphs,!--no-cuda-graphs", options.cuda_graphs,
+               "on a GPU, capture each batch shape's training step as a CUDA graph and replay it (the default)");
 }
 
 // Acts on the common options: checks the device (an unknown one, or CUDA on a machine

@@ -11,10 +11,12 @@
 
 namespace ember::datasets {
 
-PaddedBatch pad_batch(const std::vector<std::vector<int64_t>>& sequences, int64_t pad_id, int64_t max_length) {
+PaddedBatch pad_batch(const std::vector<std::vector<int64_t>>& sequences, int64_t pad_id, int64_t max_length,
+                      int64_t length_multiple) {
   EMBER_CHECK(!sequences.empty(), "pad_batch: empty batch (no sequences)");
   EMBER_CHECK(max_length == -1 || max_length >= 1, "pad_batch: max_length must be -1 (no limit) or at least 1, got {}",
               max_length);
+  EMBER_CHECK(length_multiple >= 1, "pad_batch: length_multiple must be at least 1, got {}", length_multiple);
   PaddedBatch batch;
   int64_t longest = 0;
   for (size_t row = 0; row < sequences.size(); ++row) {
@@ -24,6 +26,7 @@ PaddedBatch pad_batch(const std::vector<std::vector<int64_t>>& sequences, int64_
     batch.lengths.push_back(length);
     longest = std::max(longest, length);
   }
+  longest = (longest + length_multiple - 1) / length_multiple * length_multiple;
 
   const int64_t rows = static_cast<int64_t>(sequences.size());
   batch.ids = full({rows, longest}, static_cast<double>(pad_id), kInt64);

@@ -24,10 +24,13 @@ struct PaddedBatch {
 };
 
 // Pads the sequences to the longest of them, after cutting each to its first max_length
-// tokens when max_length >= 1 (-1: no limit). The tensors are on the CPU: move them with
-// .to(device). Throws ember::Error for an empty batch, an empty sequence (a row of padding
-// only would leave attention nothing to attend to) or a max_length of 0 or below -1.
-PaddedBatch pad_batch(const std::vector<std::vector<int64_t>>& sequences, int64_t pad_id, int64_t max_length = -1);
+// tokens when max_length >= 1 (-1: no limit), and further up to a multiple of
+// length_multiple: batches then come in a few shapes, and a GPU replays one CUDA graph per
+// shape (nn/train/graphed_steps.h). The tensors are on the CPU: move them with .to(device).
+// Throws ember::Error for an empty batch, an empty sequence (a row of padding only would leave
+// attention nothing to attend to), a max_length of 0 or below -1, or a length_multiple below 1.
+PaddedBatch pad_batch(const std::vector<std::vector<int64_t>>& sequences, int64_t pad_id, int64_t max_length = -1,
+                      int64_t length_multiple = 1);
 
 // items[indices[0]], items[indices[1]], ...: the examples of one batch.
 template <class T>
