@@ -16,10 +16,21 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+namespace {
+Module& checked(const std::shared_ptr<Module>& module) {
+  EMBER_CHECK(module != nullptr, "DistributedDataParallel: the module is null");
+  return *module;
+}
+}  // namespace
+
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
                                                  DistributedDataParallelOptions options)
-    : module_(std::move(module)), options_(options) {
-  EMBER_CHECK(module_ != nullptr, "DistributedDataParallel: the module is null");
+    : DistributedDataParallel(checked(module), options) {
+  owner_ = std::move(module);
+}
+
+DistributedDataParallel::DistributedDataParallel(Module& module, DistributedDataParallelOptions options)
+    : module_(module), options_(options) {
   EMBER_CHECK(distributed::is_initialized(),
               "DistributedDataParallel: the process group is not initialised (call distributed::init() first, in "
               "a program started by mpirun)");
@@ -29,12 +40,12 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   // dtype and size, so two different models fail here rather than in the first backward.
   {
     NoGradGuard no_grad;
-    for (const auto& [name, parameter] : module_->named_parameters()) distributed::broadcast(parameter, 0);
-    for (const auto& [name, buffer] : module_->named_buffers()) distributed::broadcast(buffer, 0);
+    for (const auto& [name, parameter] : module_.named_parameters()) distributed::broadcast(parameter, 0);
+    for (const auto& [name, buffer] : module_.named_buffers()) distributed::broadcast(buffer, 0);
   }
 
   std::unordered_set<const TensorImpl*> seen;  // a shared parameter is reduced once
-  for (const Tensor& parameter : module_->parameters()) {
+  for (const Tensor& parameter : module_.parameters()) {
     if (parameter.requires_grad() && seen.insert(parameter.impl()).second) parameters_.push_back(parameter);
   }
   buckets_ = plan_gradient_buckets(parameters_, options_.bucket_cap_bytes);

@@ -44,11 +44,14 @@ class DistributedDataParallel {
   // Broadcasts rank 0's parameters and buffers to every rank and hooks the parameters that
   // require grad. Needs distributed::init().
   explicit DistributedDataParallel(std::shared_ptr<Module> module, DistributedDataParallelOptions options = {});
+  // The same for a module held elsewhere (a model that is a local variable), which must outlive
+  // this object.
+  explicit DistributedDataParallel(Module& module, DistributedDataParallelOptions options = {});
   ~DistributedDataParallel();
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
-  Module& module() { return *module_; }
+  Module& module() { return module_; }
   const std::vector<GradientBucket>& buckets() const { return buckets_; }
 
   // While the returned guard lives, backward() only accumulates gradients locally.
@@ -81,7 +84,8 @@ class DistributedDataParallel {
   void launch_ready_buckets();
   void finish_step();
 
-  std::shared_ptr<Module> module_;
+  std::shared_ptr<Module> owner_;  // null when the module is held elsewhere
+  Module& module_;
   DistributedDataParallelOptions options_;
   std::vector<Tensor> parameters_;  // those that require grad, each once, in registration order
   std::vector<GradientBucket> buckets_;

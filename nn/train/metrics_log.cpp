@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "core/distributed/process_group.h"
 #include "core/error.h"
 #include "nn/train/run_files.h"
 
@@ -67,6 +68,7 @@ MetricsLog::MetricsLog(std::string path, std::vector<std::string> columns, std::
     columns_.push_back(std::move(column));
   }
   const std::string header = fmt::format("{}", fmt::join(columns_, ","));
+  if (!distributed::is_main_process()) return;  // rank 0 alone writes the file
 
   // The kept rows are rewritten atomically, so a crash here cannot lose the earlier history.
   std::string kept = header + "\n";
@@ -97,6 +99,7 @@ void MetricsLog::write(int64_t step, const MetricValues& values) {
                 fmt::join(columns_, ", "));
     cells[index] = fmt::format("{:.6g}", value);
   }
+  if (!file_.is_open()) return;  // a rank other than 0
   file_ << fmt::format("{}", fmt::join(cells, ",")) << '\n';
   file_.flush();
   EMBER_CHECK(file_.good(), "MetricsLog::write: writing '{}' failed", path_);

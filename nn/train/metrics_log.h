@@ -23,6 +23,8 @@ namespace ember::train {
 // The values measured at one step, by column name.
 using MetricValues = std::vector<std::pair<std::string, double>>;
 
+// Under data parallelism rank 0 alone writes the file; the other ranks check their columns and
+// write nothing.
 class MetricsLog {
  public:
   // Writes `path` with the columns "step" and then `columns` (names without commas, quotes

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "core/distributed/process_group.h"
 #include "core/error.h"
 
 namespace ember::train {
@@ -100,6 +101,7 @@ ProgressBar::ProgressBar(int64_t total_steps, ProgressBarOptions options, int64_
       break;
     }
   }
+  silent_ = !distributed::is_main_process();
   if (!options_.clock) options_.clock = monotonic_seconds;
   start_time_ = window_start_time_ = last_line_time_ = now();
   last_line_bucket_ = line_bucket(start_step);
@@ -146,7 +148,7 @@ std::optional<double> ProgressBar::eta_seconds() const {
 }
 
 void ProgressBar::update(int64_t step, const ProgressMetrics& metrics, std::optional<double> items) {
-  if (finished_) return;
+  if (finished_ || silent_) return;
   const int64_t steps = std::max<int64_t>(step - step_, 0);
   step_ = step;
   if (!metrics.empty()) metrics_ = metrics;
@@ -218,13 +220,14 @@ void ProgressBar::print_plain_line() {
 }
 
 void ProgressBar::print_line(const std::string& message) {
+  if (silent_) return;
   clear();
   message_stream_ << message << '\n' << std::flush;
   if (in_place_ && drawn_ && !finished_) draw();
 }
 
 void ProgressBar::finish() {
-  if (finished_) return;
+  if (finished_ || silent_) return;
   if (in_place_) {
     if (drawn_) {
       draw();

@@ -14,6 +14,8 @@
 // Elsewhere (a log file, a pipe, CI) it prints a plain line each time another 10% is done or
 // 30 s have passed since the last line, and a final line:
 //   train 450/1000 (45%)  loss 2.313  lr 3.00e-04  5.43k tok/s  elapsed 0:41  eta 0:50
+//
+// Under data parallelism only rank 0 shows anything: the other ranks' bars stay silent.
 #pragma once
 
 #include <cstdint>
@@ -98,6 +100,7 @@ class ProgressBar {
   std::ostream& bar_stream_;
   std::ostream& message_stream_;
   bool in_place_ = false;
+  bool silent_ = false;  // a rank other than 0 of a data-parallel job
   int64_t total_steps_, start_step_, step_;
   ProgressMetrics metrics_;
   double start_time_;

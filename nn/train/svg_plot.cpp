@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "core/distributed/process_group.h"
 #include "core/error.h"
 #include "nn/train/run_files.h"
 
@@ -259,8 +260,9 @@ std::vector<Panel> metric_panels(const MetricsTable& table) {
 }
 
 std::string plot_metrics_csv(const std::string& csv_path, const std::string& title) {
-  const MetricsTable table = read_metrics_csv(csv_path);
   const std::filesystem::path svg_path = std::filesystem::path(csv_path).replace_extension(".svg");
+  if (!distributed::is_main_process()) return svg_path.string();  // rank 0 alone plots
+  const MetricsTable table = read_metrics_csv(csv_path);
   const std::string x_label = table.columns.empty() ? "step" : table.columns[0];
   write_curves_svg(svg_path.string(), metric_panels(table),
                    title.empty() ? csv_path : title, x_label);

@@ -41,7 +41,7 @@ std::vector<Panel> metric_panels(const MetricsTable& table);
 
 // Reads the metrics CSV at `csv_path` and writes its curves beside it, as the same name with
 // ".svg" ("out/metrics.csv" -> "out/metrics.svg"). Returns the SVG's path. `title` defaults
-// to the CSV's path.
+// to the CSV's path. Under data parallelism rank 0 alone writes it.
 std::string plot_metrics_csv(const std::string& csv_path, const std::string& title = "");
 
 // A heatmap of a 2-D tensor (any float dtype or device): one square cell per (row, column),

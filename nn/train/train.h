@@ -53,4 +53,5 @@
 #include "nn/train/metrics_log.h"
 #include "nn/train/progress_bar.h"
 #include "nn/train/run_files.h"
+#include "nn/train/sum_over_ranks.h"
 #include "nn/train/svg_plot.h"

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include "ember.h"
 
@@ -189,4 +190,40 @@ TEST_CASE("a checkpoint written under DDP resumes bit-identically under DDP and 
   check_same_parameters(*resumed, *straight, 0.0);
   distributed::barrier();
   if (rank() == 0) std::remove(path.c_str());
+}
+
+TEST_CASE("trainer helpers: totals over ranks, and files and progress from rank 0 alone") {
+  const std::vector<double> totals = train::sum_over_ranks({1.0, double(rank())});
+  CHECK(totals == std::vector<double>{double(world()), double(int64_t{world()} * (world() - 1) / 2)});
+
+  const auto directory = std::filesystem::temp_directory_path() / "ember_ddp_helpers";
+  const std::string csv = (directory / fmt::format("metrics_rank{}.csv", rank())).string();
+  if (rank() == 0) std::filesystem::remove_all(directory);
+  distributed::barrier();
+  {
+    train::MetricsLog log(csv, {"loss"}, std::nullopt);
+    log.write(1, {{"loss", 0.5}});
+    train::plot_metrics_csv(csv, "ranks");
+    std::ostringstream bar, messages;
+    train::ProgressBar progress(2, {.display = train::ProgressDisplay::Lines, .bar_stream = &bar, .message_stream = &messages});
+    progress.update(2, {{"loss", 0.5}});
+    progress.print_line("done");
+    progress.finish();
+    CHECK(bar.str().empty() == (rank() != 0));
+    CHECK(messages.str().empty() == (rank() != 0));
+  }
+  distributed::barrier();
+  CHECK(std::filesystem::exists(csv) == (rank() == 0));
+  CHECK(std::filesystem::exists(std::filesystem::path(csv).replace_extension(".svg")) == (rank() == 0));
+  distributed::barrier();
+  if (rank() == 0) std::filesystem::remove_all(directory);
+}
+
+TEST_CASE("DDP over a module held elsewhere, by reference") {
+  TinyNet model;
+  nn::DistributedDataParallel ddp(model, {.bucket_cap_bytes = 256});
+  const Data data = make_data(2);
+  loss_of(model, data.inputs, data.targets).backward();
+  CHECK(ddp.stats().steps == 1);
+  CHECK(&ddp.module() == &model);
 }
