@@ -5,6 +5,7 @@
 //
 //   ./build/examples/translation                        # train for 20 minutes, then evaluate
 //   ./build/examples/translation --translate "Das ist ein kleiner Test."
+//   OMP_NUM_THREADS=1 mpirun -np 2 ./build/examples/translation   # data parallel, 2 processes
 //
 // Read it top to bottom: data, tokenizer, model, the training loop, evaluation, inference.
 #include <algorithm>
@@ -209,7 +210,11 @@ double test_loss(nn::Transformer& model, const EncodedPairs& pairs, int64_t pad_
   NoGradGuard no_grad;
   double total = 0;
   int64_t tokens = 0;
-  for (const auto& indices : length_sorted_batches(pairs.target, 64)) {
+  // Under mpirun each rank takes every world_size-th batch, and the sums are totalled.
+  const auto batches = length_sorted_batches(pairs.target, 64);
+  for (size_t b = static_cast<size_t>(distributed::rank()); b < batches.size();
+       b += static_cast<size_t>(distributed::world_size())) {
+    const auto& indices = batches[b];
     const Tensor source = datasets::pad_batch(datasets::take(pairs.source, indices), pad_id).ids.to(device);
     const Tensor target = datasets::pad_batch(datasets::take(pairs.target, indices), pad_id).ids.to(device);
     const int64_t length = target.size(1) - 1;
@@ -219,7 +224,8 @@ double test_loss(nn::Transformer& model, const EncodedPairs& pairs, int64_t pad_
     for (const int64_t index : indices) tokens += static_cast<int64_t>(pairs.target[index].size()) - 1;
   }
   model.train();
-  return total / static_cast<double>(tokens);
+  const std::vector<double> totals = train::sum_over_ranks({total, static_cast<double>(tokens)});
+  return totals[0] / totals[1];
 }
 
 // Translates every source sentence, in batches of similar length, by greedy search
@@ -497,7 +503,7 @@ int main(int argc, char** argv) {
     EMBER_CHECK(tokenizer.vocab_size() == recipe.vocab_size,
                 "translation: the tokenizer has {} symbols, the recipe asks for {}{}", tokenizer.vocab_size(),
                 recipe.vocab_size, resuming ? fmt::format(" ({} comes from another run)", tokenizer_path) : "");
-    if (!resuming) tokenizer.save(tokenizer_path);
+    if (!resuming && examples::is_main_process()) tokenizer.save(tokenizer_path);
     const int64_t pad_id = *tokenizer.pad_id();
 
     int64_t dropped = 0;
@@ -533,7 +539,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < train_pairs.source.size(); ++i) {
       lengths.push_back(static_cast<int64_t>(std::max(train_pairs.source[i].size(), train_pairs.target[i].size())));
     }
-    auto schedule = datasets::BatchSchedule::bucketed(lengths, {.max_tokens = recipe.batch_tokens}, common.seed);
+    // Under mpirun each rank takes its share of every batch.
+    auto schedule =
+        datasets::DistributedSampler(datasets::BatchSchedule::bucketed(lengths, {.max_tokens = recipe.batch_tokens}, common.seed),
+                                     distributed::rank(), distributed::world_size());
     const int64_t batches_per_epoch = schedule.batches_in_epoch(0);
 
     // Weight decay on the matrices only (weight_decay_groups leaves biases and LayerNorms alone).
@@ -555,7 +564,11 @@ int main(int argc, char** argv) {
     // shape is captured once as a CUDA graph and replayed after (nn/train/graphed_steps.h); the
     // sentences are then padded to a multiple of 8 tokens (which divides kMaxPositions), so the
     // buckets make a few shapes. The schedule runs outside it: a replay reads the rate it set.
-    const bool graphs = device.is_cuda() && common.cuda_graphs;
+    // Under mpirun the gradients are averaged over the ranks during backward (before the
+    // clipping), and a step is not captured as a graph (the averaging waits on the host).
+    std::optional<nn::DistributedDataParallel> data_parallel;
+    if (distributed::world_size() > 1) data_parallel.emplace(*model);
+    const bool graphs = device.is_cuda() && common.cuda_graphs && !data_parallel;
     const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, kMaxPositions) : 1;
     train::GraphedSteps forward_backward_update(
         [&](std::span<const Tensor> batch) {  // source, target
@@ -612,6 +625,11 @@ int main(int argc, char** argv) {
       const double evaluation_share = 0.05;
       const double left = budget_seconds - seconds_since(program_start);
       total_steps = step + std::max<int64_t>(0, static_cast<int64_t>(left * (1 - evaluation_share) / step_seconds));
+      if (data_parallel) {  // every rank runs rank 0's plan
+        Tensor planned = tensor({total_steps}, {1});
+        distributed::broadcast(planned, 0);
+        total_steps = planned.item<int64_t>();
+      }
       fmt::print("   {:.3f} s per step: {} steps fit in the budget ({:.1f} epochs of {} batches); --steps {} "
                  "repeats this run\n",
                  step_seconds, total_steps, static_cast<double>(total_steps) / static_cast<double>(batches_per_epoch),
@@ -623,7 +641,7 @@ int main(int argc, char** argv) {
                  static_cast<double>(total_steps) / static_cast<double>(batches_per_epoch), batches_per_epoch,
                  resumed_step ? fmt::format(", resuming after step {}", *resumed_step) : "");
     }
-    if (!resuming) {
+    if (!resuming && examples::is_main_process()) {
       nlohmann::json config = recipe.to_json();
       config["total_steps"] = total_steps;
       config["seed"] = common.seed;
@@ -652,8 +670,9 @@ int main(int argc, char** argv) {
       loss_sum += loss;
       ++loss_count;
       progress.update(step, {{"loss", loss}, {"lr", optimizer.lr(0)}},
-                      static_cast<double>(tokens));
+                      static_cast<double>(tokens * distributed::world_size()));
       out_of_time = seconds_since(program_start) > budget_seconds;
+      if (data_parallel) out_of_time = train::sum_over_ranks({out_of_time ? 1.0 : 0.0})[0] > 0;  // all stop together
       if (step % eval_every == 0 || step == total_steps || out_of_time) {
         const auto eval_start = Clock::now();
         const double loss_test = test_loss(*model, test_pairs, pad_id, device);
@@ -685,8 +704,9 @@ int main(int argc, char** argv) {
     fmt::print("   trained {} steps in {} ({} since the start, the budget {})\n", step,
                train::format_duration(seconds_since(loop_start)), train::format_duration(training_seconds),
                train::format_duration(budget_seconds));
-    nn::save(*model, common.out_path("model.safetensors"));
     train::plot_metrics_csv(log.path(), "translation DE-EN");
+    if (!examples::is_main_process()) return;  // rank 0 saves and evaluates the model
+    nn::save(*model, common.out_path("model.safetensors"));
 
     // ---- 5. Evaluation on the whole test split ---------------------------------------------
     fmt::print("\n5. test split, {} sentences\n", test_pairs.source.size());

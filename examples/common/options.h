@@ -17,11 +17,13 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <string>
 
 #include "core/device.h"
+#include "core/distributed/process_group.h"
 #include "core/random.h"
 #include "nn/train/device_option.h"
 #include "nn/train/run_files.h"
@@ -97,14 +99,32 @@ inline void add_common_options(CLI::App& app, CommonOptions& options) {
 // Acts on the common options: checks the device (an unknown one, or CUDA on a machine
 // without a GPU, throws ember::Error), sets the thread count, seeds ember's random generator
 // and creates the output directory. Prints one line saying so, and returns the device.
+//
+// Started by mpirun (`mpirun -np 2 ./text_classifier`), the example joins the data-parallel job
+// first: each process is a rank, on the GPU of its local rank when the device is CUDA, and the
+// other ranks' standard output goes to /dev/null, so that what the example prints comes once, from
+// rank 0 (errors, on standard error, still come from whichever rank has them).
 inline Device setup_run(const CommonOptions& options) {
-  const Device device = train::parse_device(options.device);
+  if (distributed::launched_by_mpi()) distributed::init();
+  Device device = train::parse_device(options.device);
+  if (device.is_cuda() && distributed::world_size() > 1) device = Device::cuda(distributed::local_rank());
   train::set_threads(options.threads);
-  manual_seed(options.seed);
+  manual_seed(options.seed);  // the same on every rank: the same weights, the same dropout stream
   train::create_directory(options.out_dir);
+  if (!distributed::is_main_process()) {
+    EMBER_CHECK(std::freopen("/dev/null", "w", stdout) != nullptr, "rank {}: cannot silence standard output",
+                distributed::rank());
+    return device;
+  }
   fmt::print("device {}, {} thread{}, seed {}, output in {}/\n", device.str(), train::thread_count(),
              train::thread_count() == 1 ? "" : "s", options.seed, options.out_dir);
+  if (distributed::world_size() > 1) {
+    fmt::print("data parallel: {} ranks, each training on its share of every batch\n", distributed::world_size());
+  }
   return device;
 }
+
+// Whether this process prints and writes the run's files: always alone, rank 0 under mpirun.
+inline bool is_main_process() { return distributed::is_main_process(); }
 
 }  // namespace ember::examples

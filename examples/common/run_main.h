@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/distributed/process_group.h"
 #include "core/error.h"
 #include "options.h"
 
@@ -65,6 +66,7 @@ int run_main(CLI::App& app, int argc, char** argv, Body&& body) {
   } catch (const CLI::ParseError& error) {
     return app.exit(error);
   }
+  std::string failure;
   try {
     if constexpr (std::is_convertible_v<std::invoke_result_t<Body>, int>) {
       return body();
@@ -72,16 +74,17 @@ int run_main(CLI::App& app, int argc, char** argv, Body&& body) {
       body();
       return 0;
     }
-  } catch (const Error& error) {  // bad input: the message says what and where
-    std::cout << std::flush;
-    std::cerr << "error: " << error.what() << '\n';
-  } catch (const std::exception& error) {
-    std::cout << std::flush;
-    std::cerr << "error: " << error.what() << '\n';
+  } catch (const std::exception& error) {  // ember::Error for bad input: the message says what and where
+    failure = error.what();
   } catch (...) {
-    std::cout << std::flush;
-    std::cerr << "error: unknown exception\n";
+    failure = "unknown exception";
   }
+  std::cout << std::flush;
+  // In a data-parallel job the other ranks would wait for this one forever: end the whole job.
+  if (distributed::is_initialized() && distributed::world_size() > 1) {
+    distributed::abort("error: " + failure, kFailureExitCode);
+  }
+  std::cerr << "error: " << failure << '\n';
   return kFailureExitCode;
 }
 
@@ -101,7 +104,7 @@ int run_main(CLI::App& app, int argc, char** argv, const CommonOptions& common, 
       return 0;
     }
   });
-  if (code == 0 && body_ran) {
+  if (code == 0 && body_ran && distributed::is_main_process()) {
     const std::vector<std::filesystem::path> files = files_written_since(common.out_dir, start);
     if (!files.empty()) fmt::print("\nfiles written:\n");
     for (const auto& file : files) {
