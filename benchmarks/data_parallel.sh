@@ -12,7 +12,7 @@ program="$build/benchmarks/data_parallel_step"
 mpirun=(mpirun --allow-run-as-root --oversubscribe -np 2)
 export OMP_NUM_THREADS=1
 for round in $(seq 1 "$rounds"); do
-  echo "== round $round"
+  echo "== round $round, $(uptime)"
   "$program" "$@"
   for bucket in 25 4 1; do
     "${mpirun[@]}" "$program" --bucket-mib "$bucket" "$@"
