@@ -4,6 +4,7 @@
 //
 //   OMP_NUM_THREADS=1 ./data_parallel_step                          # one process, no MPI
 //   OMP_NUM_THREADS=1 mpirun -np 2 ./data_parallel_step             # two processes
+//   mpirun -np 1 ./data_parallel_step --device cuda                 # NCCL's overhead on one GPU
 //
 // Rank 0 prints, per configuration, the median step time and, for DDP, the all-reduce time the
 // backward pass did not hide (waited for at its end), the time spent copying gradients into
@@ -29,6 +30,7 @@ struct Sizes {
   int steps = 8;
   int warmup = 2;
   double bucket_mib = 25;
+  Device device = kCPU;
 };
 
 std::shared_ptr<nn::TransformerClassifier> make_classifier(const Sizes& sizes) {
@@ -66,6 +68,7 @@ Measured measure(const Sizes& sizes, bool with_ddp, bool overlap) {
   const int64_t per_rank = sizes.global_batch / world;
   manual_seed(1);
   auto model = make_classifier(sizes);
+  model->to(sizes.device);
   std::unique_ptr<nn::DistributedDataParallel> ddp;
   if (with_ddp) {
     ddp = std::make_unique<nn::DistributedDataParallel>(
@@ -74,8 +77,8 @@ Measured measure(const Sizes& sizes, bool with_ddp, bool overlap) {
   }
   nn::AdamW optimizer(model->parameters(), {.lr = 1e-4});
   manual_seed(100 + static_cast<uint64_t>(rank));
-  const Tensor ids = randint(4, 8192, {per_rank, sizes.seq_len});
-  const Tensor labels = randint(0, 4, {per_rank});
+  const Tensor ids = randint(4, 8192, {per_rank, sizes.seq_len}).to(sizes.device);
+  const Tensor labels = randint(0, 4, {per_rank}).to(sizes.device);
   std::vector<double> step_seconds;
   for (int step = 0; step < sizes.warmup + sizes.steps; ++step) {
     if (step == sizes.warmup && ddp) ddp->reset_stats();
@@ -83,6 +86,7 @@ Measured measure(const Sizes& sizes, bool with_ddp, bool overlap) {
     optimizer.zero_grad();
     nn::cross_entropy(model->forward(ids), labels).backward();
     optimizer.step();
+    cuda::synchronize();  // a GPU step is timed to its end (nothing to wait for on the CPU)
     if (step >= sizes.warmup) step_seconds.push_back(now() - start);
   }
   // Every rank's steps are tied together by the all-reduces; rank 0's times stand for the job.
@@ -98,8 +102,8 @@ Measured measure(const Sizes& sizes, bool with_ddp, bool overlap) {
 }
 
 // Median seconds of a lone all-reduce of `numel` float32 elements.
-double time_all_reduce(int64_t numel, int repeats) {
-  Tensor buffer = ones({numel});
+double time_all_reduce(int64_t numel, int repeats, Device device) {
+  Tensor buffer = ones({numel}, device);
   std::vector<double> seconds;
   for (int i = 0; i < repeats + 1; ++i) {
     distributed::barrier();
@@ -110,28 +114,18 @@ double time_all_reduce(int64_t numel, int repeats) {
   return median(seconds);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Sizes sizes;
-  CLI::App app{"Data-parallel scaling of the classifier's training step"};
-  app.add_option("--batch", sizes.global_batch, "global batch, split among the ranks");
-  app.add_option("--seq-len", sizes.seq_len, "tokens per sequence");
-  app.add_option("--d-model", sizes.d_model, "model width");
-  app.add_option("--steps", sizes.steps, "timed steps per configuration");
-  app.add_option("--warmup", sizes.warmup, "untimed steps first");
-  app.add_option("--bucket-mib", sizes.bucket_mib, "DDP bucket size in MiB");
-  CLI11_PARSE(app, argc, argv);
-
+int run(Sizes sizes, const std::string& device) {
   if (distributed::launched_by_mpi()) distributed::init();
+  sizes.device = train::parse_device(device);
+  if (sizes.device.is_cuda()) sizes.device = Device::cuda(distributed::local_rank());
   const int world = distributed::world_size();
   EMBER_CHECK(sizes.global_batch % world == 0, "data_parallel_step: --batch {} does not split among {} ranks",
               sizes.global_batch, world);
   const bool main_rank = distributed::is_main_process();
   if (main_rank) {
-    fmt::print("classifier step, global batch {} x {} tokens, d_model {}, {} rank(s) x {} OpenMP thread(s), "
+    fmt::print("classifier step on {}, global batch {} x {} tokens, d_model {}, {} rank(s) x {} OpenMP thread(s), "
                "bucket {} MiB, median of {} steps\n",
-               sizes.global_batch, sizes.seq_len, sizes.d_model, world, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "?",
+               sizes.device.str(), sizes.global_batch, sizes.seq_len, sizes.d_model, world, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "?",
                sizes.bucket_mib, sizes.steps);
   }
   const Measured alone = measure(sizes, false, false);
@@ -150,7 +144,7 @@ int main(int argc, char** argv) {
     }
   }
   const int64_t gradient_numel = make_classifier(sizes)->num_parameters();
-  const double seconds = time_all_reduce(gradient_numel, 10);
+  const double seconds = time_all_reduce(gradient_numel, 10, sizes.device);
   const double bytes = 4.0 * static_cast<double>(gradient_numel);
   if (main_rank) {
     // Bus bandwidth as NCCL's tests define it: each rank sends and receives 2(W-1)/W of the data.
@@ -158,4 +152,29 @@ int main(int argc, char** argv) {
                bytes / 1e6, 1e3 * seconds, bytes / seconds / 1e9, bytes / seconds / 1e9 * 2.0 * (world - 1) / world);
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Sizes sizes;
+  CLI::App app{"Data-parallel scaling of the classifier's training step"};
+  app.add_option("--batch", sizes.global_batch, "global batch, split among the ranks");
+  app.add_option("--seq-len", sizes.seq_len, "tokens per sequence");
+  app.add_option("--d-model", sizes.d_model, "model width");
+  app.add_option("--steps", sizes.steps, "timed steps per configuration");
+  app.add_option("--warmup", sizes.warmup, "untimed steps first");
+  app.add_option("--bucket-mib", sizes.bucket_mib, "DDP bucket size in MiB");
+  std::string device = "cpu";
+  app.add_option("--device", device, "cpu, or cuda (each rank on the GPU of its local rank)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    return run(sizes, device);
+  } catch (const std::exception& error) {
+    // Under mpirun the other ranks would wait for this one: end the whole job.
+    if (distributed::is_initialized() && distributed::world_size() > 1) distributed::abort(error.what());
+    fmt::print(stderr, "error: {}\n", error.what());
+    return 1;
+  }
 }
