@@ -48,16 +48,44 @@ DistributedDataParallel::DistributedDataParallel(Module& module, DistributedData
   for (const Tensor& parameter : module_.parameters()) {
     if (parameter.requires_grad() && seen.insert(parameter.impl()).second) parameters_.push_back(parameter);
   }
-  buckets_ = plan_gradient_buckets(parameters_, options_.bucket_cap_bytes);
-  bucket_of_.resize(parameters_.size());
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    for (size_t i : buckets_[b].parameters) bucket_of_[i] = b;
-    flat_.push_back(empty({buckets_[b].numel}, TensorOptions(buckets_[b].dtype).device(buckets_[b].device)));
-  }
+  std::vector<size_t> reverse(parameters_.size());
+  for (size_t i = 0; i < reverse.size(); ++i) reverse[i] = reverse.size() - 1 - i;
+  plan_buckets(reverse);
   for (size_t i = 0; i < parameters_.size(); ++i) {
     hooks_.push_back(autograd::register_post_accumulate_grad_hook(parameters_[i],
                                                                   [this, i](const Tensor&) { on_gradient_ready(i); }));
   }
+}
+
+void DistributedDataParallel::plan_buckets(const std::vector<size_t>& order) {
+  buckets_ = plan_gradient_buckets(parameters_, options_.bucket_cap_bytes, order);
+  bucket_of_.assign(parameters_.size(), 0);
+  flat_.clear();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    for (size_t i : buckets_[b].parameters) bucket_of_[i] = b;
+    flat_.push_back(empty({buckets_[b].numel}, TensorOptions(buckets_[b].dtype).device(buckets_[b].device)));
+  }
+}
+
+// Rank 0's arrival order, with the parameters it got no gradient for after the others, becomes
+// every rank's bucket order: the ranks' buckets must match one for one.
+void DistributedDataParallel::replan_from_arrival_order() {
+  std::vector<bool> arrived(parameters_.size(), false);
+  std::vector<int64_t> order;
+  for (size_t i : arrival_) {
+    arrived[i] = true;
+    order.push_back(static_cast<int64_t>(i));
+  }
+  for (size_t i = parameters_.size(); i-- > 0;) {
+    if (!arrived[i]) order.push_back(static_cast<int64_t>(i));
+  }
+  Tensor shared = tensor(order, {static_cast<int64_t>(order.size())});
+  distributed::broadcast(shared, 0);
+  std::vector<size_t> planned;
+  for (int64_t i : shared.to_vector<int64_t>()) planned.push_back(static_cast<size_t>(i));
+  plan_buckets(planned);
+  arrival_.clear();
+  replanned_ = true;
 }
 
 DistributedDataParallel::~DistributedDataParallel() {
@@ -80,8 +108,13 @@ void DistributedDataParallel::on_gradient_ready(size_t parameter) {
               "backward() per step, the others inside no_sync())",
               parameter);
   ready_[parameter] = true;
+  if (!replanned_) arrival_.push_back(parameter);
   --pending_in_bucket_[bucket_of_[parameter]];
-  if (options_.overlap) launch_ready_buckets();
+  if (options_.overlap) {
+    const size_t before = next_to_launch_;
+    launch_ready_buckets();
+    stats_.buckets_overlapped += static_cast<int64_t>(next_to_launch_ - before);
+  }
   // MPI moves a non-blocking collective forward only inside MPI calls: testing the ones in flight
   // here, between the backward pass's ops, is what lets them overlap it.
   for (size_t b = 0; b < next_to_launch_; ++b) work_[b].test();
@@ -130,6 +163,8 @@ void DistributedDataParallel::finish_step() {
   }
   step_running_ = false;
   ++stats_.steps;
+  // The .grad views keep the old buckets' memory alive: replanning allocates new ones.
+  if (!replanned_) replan_from_arrival_order();
 }
 
 }  // namespace ember::nn

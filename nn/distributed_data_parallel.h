@@ -16,7 +16,10 @@
 // goes on with earlier layers; buckets start in one fixed order on every rank, and the end of the
 // pass waits for them all and writes the averages into each parameter's .grad. A parameter that
 // gets no gradient on a rank in a step (a branch not taken) counts as zero there, so the ranks
-// never wait for each other in vain; one that no rank used gets a zero gradient.
+// never wait for each other in vain; one that no rank used gets a zero gradient. After the first
+// synchronised step the buckets are planned again in the order rank 0's gradients actually came
+// (parameters it left without gradient last), as PyTorch does, so that a bucket holding an unused
+// parameter does not hold back the ones after it.
 //
 // One backward() per synchronised step: for gradient accumulation, run the first micro-batches'
 // backward inside a no_sync() scope, and the last one outside it.
@@ -72,6 +75,7 @@ class DistributedDataParallel {
   struct Stats {
     int64_t steps = 0;             // backward passes whose gradients were averaged
     int64_t bytes_reduced = 0;     // gradient bytes each rank handed to all-reduce
+    int64_t buckets_overlapped = 0;  // buckets started by a gradient's hook, before backward ended
     double launch_seconds = 0;     // copying gradients into buckets and starting their all-reduce
     double exposed_seconds = 0;    // waiting for all-reduces at the end of backward (not overlapped)
   };
@@ -83,6 +87,8 @@ class DistributedDataParallel {
   void launch(size_t bucket);
   void launch_ready_buckets();
   void finish_step();
+  void plan_buckets(const std::vector<size_t>& order);
+  void replan_from_arrival_order();
 
   std::shared_ptr<Module> owner_;  // null when the module is held elsewhere
   Module& module_;
@@ -99,6 +105,8 @@ class DistributedDataParallel {
   std::vector<int64_t> pending_in_bucket_;    // gradients each bucket still waits for
   std::vector<bool> ready_;                   // per parameter, this step
   size_t next_to_launch_ = 0;
+  bool replanned_ = false;
+  std::vector<size_t> arrival_;               // the order gradients came in, until replanned
   std::vector<distributed::Work> work_;       // per bucket, once launched
   Stats stats_;
 };

@@ -23,5 +23,9 @@ struct GradientBucket {
 // adding the next would pass `cap_bytes`; a parameter larger than the cap gets a bucket of its
 // own. Parameters of different dtypes or devices never share a bucket. Throws for a cap below 1.
 std::vector<GradientBucket> plan_gradient_buckets(const std::vector<Tensor>& parameters, int64_t cap_bytes);
+// The same with the order given: `order` lists every index of `parameters` once, in the order
+// their gradients are expected (the order one backward pass made them, measured).
+std::vector<GradientBucket> plan_gradient_buckets(const std::vector<Tensor>& parameters, int64_t cap_bytes,
+                                                  const std::vector<size_t>& order);
 
 }  // namespace ember::nn

@@ -73,3 +73,18 @@ TEST_CASE("gradient buckets follow the backward order, keep to the cap and never
   CHECK_THROWS_WITH_AS(nn::plan_gradient_buckets(parameters, 0),
                        "plan_gradient_buckets: the bucket cap must be at least 1 byte, got 0", Error);
 }
+
+TEST_CASE("gradient buckets can follow a measured order, which must list every parameter once") {
+  std::vector<Tensor> parameters = {zeros({10}), zeros({5}), zeros({4, 5})};
+  const auto buckets = nn::plan_gradient_buckets(parameters, 64, {0, 1, 2});
+  REQUIRE(buckets.size() == 2);
+  CHECK(buckets[0].parameters == std::vector<size_t>{0, 1});
+  CHECK(buckets[1].parameters == std::vector<size_t>{2});
+  CHECK_THROWS_WITH_AS(nn::plan_gradient_buckets(parameters, 64, {0, 0, 2}),
+                       "plan_gradient_buckets: the order must list each of the 3 parameters once; 0 is repeated", Error);
+  CHECK_THROWS_WITH_AS(nn::plan_gradient_buckets(parameters, 64, {0, 7, 2}),
+                       "plan_gradient_buckets: the order must list each of the 3 parameters once; 7 is out of range",
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::plan_gradient_buckets(parameters, 64, {2, 0}),
+                       "plan_gradient_buckets: the order lists 2 of the 3 parameters", Error);
+}
