@@ -14,13 +14,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-}  // namespace
-
-namespace {
 Module& checked(const std::shared_ptr<Module>& module) {
   EMBER_CHECK(module != nullptr, "DistributedDataParallel: the module is null");
   return *module;
 }
+
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
@@ -104,8 +102,8 @@ void DistributedDataParallel::on_gradient_ready(size_t parameter) {
     autograd::queue_callback([this] { finish_step(); });
   }
   EMBER_CHECK(!ready_[parameter],
-              "DistributedDataParallel: parameter {} got its gradient twice in one synchronised step (run one "
-              "backward() per step, the others inside no_sync())",
+              "DistributedDataParallel: parameter {} got its gradient twice in one synchronised step (did an "
+              "earlier backward() stop part way?)",
               parameter);
   ready_[parameter] = true;
   if (!replanned_) arrival_.push_back(parameter);

@@ -21,8 +21,9 @@
 // (parameters it left without gradient last), as PyTorch does, so that a bucket holding an unused
 // parameter does not hold back the ones after it.
 //
-// One backward() per synchronised step: for gradient accumulation, run the first micro-batches'
-// backward inside a no_sync() scope, and the last one outside it.
+// Every backward() outside no_sync() averages what .grad holds by then. For gradient accumulation,
+// run the first micro-batches' backward inside a no_sync() scope and the last one outside it: one
+// all-reduce per step instead of one per micro-batch.
 #pragma once
 
 #include <cstdint>
