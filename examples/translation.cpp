@@ -466,6 +466,7 @@ int main(int argc, char** argv) {
     const std::string checkpoint_path = common.out_path("checkpoint.safetensors");
     const std::string config_path = common.out_path("config.json");
     const bool resuming = common.resume && std::filesystem::exists(checkpoint_path);
+    if (common.resume && !resuming) fmt::print("--resume: no checkpoint at {}: starting from step 0\n", checkpoint_path);
     // The total step count: given, planned from the budget, or, for a resumed run, the one it
     // planned (so that it continues the same learning-rate schedule). A resumed run must use
     // the recipe it started with.
@@ -548,7 +549,11 @@ int main(int argc, char** argv) {
       for (int64_t epoch = 0; epoch < recipe.epochs; ++epoch) total_steps += schedule.batches_in_epoch(epoch);
     }
     auto scheduler = std::make_unique<nn::Scheduler>(optimizer, make_schedule(total_steps));
-    if (resuming) resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get());
+    if (resuming) {
+      std::string found;
+      resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found);
+      fmt::print("--resume: {}\n", found);
+    }
 
     // One training step on the batch at `step` (1-based); returns the loss and the tokens seen.
     auto train_step = [&](int64_t step) {
