@@ -159,7 +159,7 @@ TEST_CASE("the examples check their numbers with the readable checks only") {
   // CLI11's PositiveNumber, NonNegativeNumber and Range refuse a value with "Value -1 not in
   // range 0.000000 to 1797693134862315708...": every example uses examples::at_least, above
   // or between instead.
-  const std::filesystem::path examples_dir = std::filesystem::path(__FILE__).parent_path().parent_path() / "examples";
+  const std::filesystem::path examples_dir = std::filesystem::path(EMBER_SOURCE_DIR) / "examples";
   REQUIRE(std::filesystem::is_directory(examples_dir / "common"));
   int files = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(examples_dir)) {

@@ -36,7 +36,7 @@ struct Golden {
 Golden read_golden(const std::string& name) {
   Golden golden;
   golden.name = name;
-  golden.tensors = nn::load_safetensors(std::string(EMBER_GOLDEN_DIR) + "/" + name + ".safetensors", &golden.metadata);
+  golden.tensors = nn::load_safetensors(std::string(EMBER_SOURCE_DIR) + "/tests/golden/" + name + ".safetensors", &golden.metadata);
   return golden;
 }
 
