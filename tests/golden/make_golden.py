@@ -49,13 +49,13 @@ def save_safetensors(path, tensors, metadata):
 # --- PyTorch's names to ember's -----------------------------------------------------------------
 
 # Each function below maps a PyTorch module's parameters to ember's names; `get` picks what is
-# stored of each parameter: its value (VALUE) or its gradient (GRAD).
+# stored of each parameter: its value (value_of) or its gradient (gradient_of).
 
-def VALUE(parameter):
+def value_of(parameter):
     return parameter.detach()
 
 
-def GRAD(parameter):
+def gradient_of(parameter):
     return parameter.grad
 
 
@@ -218,12 +218,12 @@ def token_ids(rows, length, real_lengths, first=None):
 
 
 def write_model(name, model, inputs, logits, loss, metadata):
-    weights = model.ember_weights(VALUE)
+    weights = model.ember_weights(value_of)
     tensors = dict(weights)
     tensors.update({f"input.{key}": value for key, value in inputs.items()})
     tensors["output.logits"] = logits.detach()
     tensors["output.loss"] = loss.detach().reshape(1)
-    tensors.update({f"grad.{key}": value for key, value in model.ember_weights(GRAD).items()})
+    tensors.update({f"grad.{key}": value for key, value in model.ember_weights(gradient_of).items()})
     metadata = {key: str(value) for key, value in {**SIZES, **metadata}.items()}
     metadata["generated_by"] = f"tests/golden/make_golden.py with torch {torch.__version__}"
     save_safetensors(HERE / f"{name}.safetensors", tensors, metadata)
