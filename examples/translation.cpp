@@ -467,6 +467,7 @@ int main(int argc, char** argv) {
     const std::string checkpoint_path = common.out_path("checkpoint.safetensors");
     const std::string config_path = common.out_path("config.json");
     const bool resuming = common.resume && std::filesystem::exists(checkpoint_path);
+    if (common.resume && !resuming) fmt::print("--resume: no checkpoint at {}: starting from step 0\n", checkpoint_path);
     // The total step count: given, planned from the budget, or, for a resumed run, the one it
     // planned (so that it continues the same learning-rate schedule). A resumed run must use
     // the recipe it started with.
@@ -549,7 +550,11 @@ int main(int argc, char** argv) {
       for (int64_t epoch = 0; epoch < recipe.epochs; ++epoch) total_steps += schedule.batches_in_epoch(epoch);
     }
     auto scheduler = std::make_unique<nn::Scheduler>(optimizer, make_schedule(total_steps));
-    if (resuming) resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get());
+    if (resuming) {
+      std::string found;
+      resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found);
+      fmt::print("--resume: {}\n", found);
+    }
 
     // The step itself: forward, loss, backward, clipping, AdamW. On a GPU the step of each batch
     // shape is captured once as a CUDA graph and replayed after (nn/train/graphed_steps.h); the
