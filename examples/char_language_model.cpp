@@ -383,10 +383,9 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
       make_scheduler(optimizer, recipe, total_steps > 0 ? total_steps : std::numeric_limits<int32_t>::max());
   int64_t step = 0;
   if (common.resume && total_steps > 0) {
-    if (auto resumed = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get())) {
-      step = *resumed;
-      fmt::print("resumed at step {} of {} from {}\n", step, total_steps, checkpoint_path);
-    }
+    std::string found;
+    if (auto resumed = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found)) step = *resumed;
+    fmt::print("--resume: {} (of {} steps)\n", found, total_steps);
   }
   const int64_t start_step = step;
   // The clock column counts the training time of the whole run, across resumptions.

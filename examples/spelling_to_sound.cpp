@@ -382,6 +382,9 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
   int64_t total_steps = recipe.steps;
   int64_t start = 0;
   std::unique_ptr<nn::Scheduler> scheduler;
+  if (common.resume && !std::filesystem::exists(checkpoint_path)) {
+    fmt::print("--resume: no checkpoint at {}: starting from step 0\n", checkpoint_path);
+  }
   if (common.resume && std::filesystem::exists(checkpoint_path)) {
     // A resumed run continues the schedule it was planned with.
     const int64_t planned = read_json(config_path).at("training").at("total_steps").get<int64_t>();
@@ -390,8 +393,9 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
     }
     total_steps = planned;
     scheduler = std::make_unique<nn::Scheduler>(optimizer, schedule_for(total_steps));
-    start = *train::resume_from(checkpoint_path, *model, optimizer, scheduler.get());
-    fmt::print("resumed from {} at step {} of {}\n", checkpoint_path, start, total_steps);
+    std::string found;
+    start = *train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found);
+    fmt::print("--resume: {} (of {} steps)\n", found, total_steps);
   } else if (total_steps > 0) {
     scheduler = std::make_unique<nn::Scheduler>(optimizer, schedule_for(total_steps));
   } else {

@@ -256,8 +256,9 @@ int main(int argc, char** argv) {
                                  &scheduler);
     std::optional<int64_t> resumed;
     if (common.resume) {
-      resumed = train::resume_from(saver.path(), model, optimizer, &scheduler);
-      fmt::print("{}\n", resumed ? fmt::format("resumed at step {}", *resumed) : "no checkpoint yet: starting afresh");
+      std::string found;
+      resumed = train::resume_from(saver.path(), model, optimizer, &scheduler, &found);
+      fmt::print("--resume: {}\n", found);
     }
     train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "test_loss", "test_accuracy", "lr"}, resumed);
     train::ProgressBar progress(total_steps, {.label = "train", .unit = "sentences"}, resumed.value_or(0));

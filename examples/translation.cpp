@@ -473,6 +473,7 @@ int main(int argc, char** argv) {
     const std::string checkpoint_path = common.out_path("checkpoint.safetensors");
     const std::string config_path = common.out_path("config.json");
     const bool resuming = common.resume && std::filesystem::exists(checkpoint_path);
+    if (common.resume && !resuming) fmt::print("--resume: no checkpoint at {}: starting from step 0\n", checkpoint_path);
     // The total step count: given, planned from the budget, or, for a resumed run, the one it
     // planned (so that it continues the same learning-rate schedule). A resumed run must use
     // the recipe it started with.
@@ -558,7 +559,11 @@ int main(int argc, char** argv) {
       for (int64_t epoch = 0; epoch < recipe.epochs; ++epoch) total_steps += schedule.batches_in_epoch(epoch);
     }
     auto scheduler = std::make_unique<nn::Scheduler>(optimizer, make_schedule(total_steps));
-    if (resuming) resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get());
+    if (resuming) {
+      std::string found;
+      resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found);
+      fmt::print("--resume: {}\n", found);
+    }
 
     // The step itself: forward, loss, backward, clipping, AdamW. On a GPU the step of each batch
     // shape is captured once as a CUDA graph and replayed after (nn/train/graphed_steps.h); the
@@ -609,19 +614,24 @@ int main(int argc, char** argv) {
     if (total_steps == 0) {
       // Plan from the budget: run a few steps (inside the warm-up, where the rate does not
       // depend on the total), time them, and fit as many steps as the rest of the budget holds,
-      // less a share for the evaluations along the way.
-      const int64_t probe_steps = std::min<int64_t>(30, recipe.warmup_steps);
-      const int64_t skipped = 3;  // the first steps allocate and are slower
-      Clock::time_point probe_start = Clock::now();
+      // less a share for the evaluations along the way. The typical step is the median: the
+      // first steps allocate, and with CUDA graphs the first two steps of each batch shape (op
+      // by op, then captured) are slower than the replays that make up the rest of the run, so
+      // the probe is longer there, long enough for replays to be most of it.
+      const int64_t probe_steps = std::min<int64_t>(graphs ? 100 : 30, recipe.warmup_steps);
+      const int64_t skipped = 3;
+      std::vector<double> probe_seconds;
       fmt::print("\n4. training: measuring the step time over {} steps...\n", probe_steps);
       std::fflush(stdout);
       while (step < probe_steps) {
-        if (step == skipped) probe_start = Clock::now();
-        const auto [loss, tokens] = train_step(++step);
+        const auto step_start = Clock::now();
+        const auto [loss, tokens] = train_step(++step);  // reads the loss: the step has finished
+        if (step > skipped) probe_seconds.push_back(seconds_since(step_start));
         loss_sum += loss;
         ++loss_count;
       }
-      const double step_seconds = seconds_since(probe_start) / static_cast<double>(probe_steps - skipped);
+      std::nth_element(probe_seconds.begin(), probe_seconds.begin() + probe_seconds.size() / 2, probe_seconds.end());
+      const double step_seconds = probe_seconds.empty() ? 1.0 : probe_seconds[probe_seconds.size() / 2];
       const double evaluation_share = 0.05;
       const double left = budget_seconds - seconds_since(program_start);
       total_steps = step + std::max<int64_t>(0, static_cast<int64_t>(left * (1 - evaluation_share) / step_seconds));

@@ -297,6 +297,7 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
     // On disk before the rename, so a crash leaves either the old file or the whole new one.
     if (::fsync(file.get()) != 0) fail("save_safetensors: flushing '{}' failed: {}", path, os_error(errno));
     if (file.close() != 0) fail("save_safetensors: closing '{}' failed: {}", path, os_error(errno));
+    if (before_rename_for_tests) before_rename_for_tests(temporary);
     if (std::rename(temporary.c_str(), path.c_str()) != 0) {
       fail("save_safetensors: cannot replace '{}' with '{}': {}", path, temporary, os_error(errno));
     }

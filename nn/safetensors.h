@@ -9,6 +9,7 @@
 // strings), then the raw little-endian data of every tensor, back to back.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -22,6 +23,12 @@ namespace ember::nn {
 // ember::Error naming the path and the OS error on failure.
 void save_safetensors(const std::string& path, const StateDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+
+// For tests of interrupted writes: when set, save_safetensors calls it with the temporary
+// file's path once that file is complete and flushed, right before renaming it over the
+// target. A test stops the process there to show what a crash between write and rename leaves
+// behind. Empty in normal use.
+inline std::function<void(const std::string& temporary_path)> before_rename_for_tests;
 
 // Reads every tensor of a safetensors file into CPU tensors; fills `metadata` when given.
 // Reads F32, F64, I64 and BOOL; any malformed file throws ember::Error naming the file, the

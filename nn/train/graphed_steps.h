@@ -20,7 +20,8 @@
 // step's activations), so shapes past max_graphs run op by op instead. On the CPU, or with
 // enabled false, every step runs op by op. A graph records addresses: load checkpoints and
 // build the optimizer before the first step, and read a replayed step's loss before the next
-// step of the same shape overwrites it.
+// step of the same shape overwrites it. The gradients a replay computes live in its graph's
+// memory and are used up inside the step (clipping, the optimizer); read them there, not after.
 #pragma once
 
 #include <cstdint>

@@ -7,12 +7,16 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <vector>
+
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 
@@ -27,6 +31,21 @@ std::string temporary_path_for(const std::string& path) {
 }
 
 std::string os_error(int code) { return std::strerror(code); }
+
+// The temporary files that saves of `path` left behind when they were stopped before their
+// rename (named as temporary_path_for names them), sorted.
+std::vector<std::string> unfinished_saves(const std::string& path) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path directory = target.has_parent_path() ? target.parent_path() : ".";
+  const std::string prefix = target.filename().string() + ".tmp-";
+  std::vector<std::string> found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    if (entry.path().filename().string().starts_with(prefix)) found.push_back(entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
 
 }  // namespace
 
@@ -77,10 +96,29 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
 }
 
 std::optional<int64_t> resume_from(const std::string& path, nn::Module& model, nn::Optimizer& optimizer,
-                                   nn::Scheduler* scheduler) {
+                                   nn::Scheduler* scheduler, std::string* report) {
   std::error_code error;
-  if (!std::filesystem::exists(path, error)) return std::nullopt;
-  return nn::load_checkpoint(path, model, optimizer, scheduler);
+  const bool found = std::filesystem::exists(path, error);
+  std::optional<int64_t> step;
+  if (found) {
+    try {
+      step = nn::load_checkpoint(path, model, optimizer, scheduler);
+    } catch (const Error& load_error) {
+      fail("resume_from: the checkpoint '{}' is there but cannot be resumed from, so the run stops rather than start "
+           "afresh over it; the file is left as it was (move it away to start afresh). The reason: {}",
+           path, load_error.what());
+    }
+  }
+  if (report != nullptr) {
+    *report = found ? fmt::format("resumed from {} at step {}", path, *step)
+                    : fmt::format("no checkpoint at {}: starting from step 0", path);
+    const std::vector<std::string> leftovers = unfinished_saves(path);
+    if (!leftovers.empty()) {
+      *report += fmt::format(" (ignored {} unfinished temporary file{} of an interrupted save, which may be deleted: {})",
+                             leftovers.size(), leftovers.size() == 1 ? "" : "s", fmt::join(leftovers, ", "));
+    }
+  }
+  return step;
 }
 
 CheckpointSaver::CheckpointSaver(std::string path, int64_t every_steps, const nn::Module& model,

@@ -4,7 +4,9 @@
 //   train::CheckpointSaver saver(out_dir + "/checkpoint.safetensors", 500, model, optimizer, &scheduler);
 //   int64_t step = 0;
 //   if (resume) {
-//     if (auto resumed = train::resume_from(saver.path(), model, optimizer, &scheduler)) step = *resumed;
+//     std::string found;
+//     if (auto resumed = train::resume_from(saver.path(), model, optimizer, &scheduler, &found)) step = *resumed;
+//     fmt::print("{}\n", found);  // "resumed from out/checkpoint.safetensors at step 500"
 //   }
 //   for (++step; step <= total; ++step) { ...; saver.maybe_save(step); }
 #pragma once
@@ -31,10 +33,14 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 // For `--resume`: when a checkpoint exists at `path`, restores model, optimizer, scheduler
 // (may be null) and the random generator from it and returns the step it was saved at;
 // returns std::nullopt when there is no file at `path` (nothing to resume: start at step 0).
-// A file that is there but does not load (corrupt, another configuration) throws
-// ember::Error from nn::load_checkpoint, naming the file.
+// A file that is there but does not load (truncated, corrupt, another configuration) throws
+// ember::Error naming the file and why, and saying that it was left untouched: a run never
+// starts afresh over a checkpoint it could not read.
+// `report`, when given, receives one line for the run's log saying what was found: the
+// checkpoint and its step, or that there was none; either way it names the temporary files of
+// an interrupted save lying beside `path` (they are never loaded, and may be deleted).
 std::optional<int64_t> resume_from(const std::string& path, nn::Module& model, nn::Optimizer& optimizer,
-                                   nn::Scheduler* scheduler);
+                                   nn::Scheduler* scheduler, std::string* report = nullptr);
 
 // Saves a checkpoint every `every_steps` steps (nn::save_checkpoint, itself atomic), so a run
 // that is stopped loses at most that many steps. Under data parallelism only rank 0 writes (the

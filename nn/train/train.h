@@ -19,7 +19,11 @@
 //
 //       train::CheckpointSaver saver(common.out_path("checkpoint.safetensors"), eval_every, *model, optimizer, &scheduler);
 //       std::optional<int64_t> resumed;
-//       if (common.resume) resumed = train::resume_from(saver.path(), *model, optimizer, &scheduler);
+//       if (common.resume) {
+//         std::string found;  // what --resume found, for the log
+//         resumed = train::resume_from(saver.path(), *model, optimizer, &scheduler, &found);
+//         fmt::print("--resume: {}\n", found);
+//       }
 //       const int64_t start = resumed.value_or(0);
 //       train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "val_loss", "accuracy", "lr"}, resumed);
 //

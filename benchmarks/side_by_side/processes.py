@@ -1,0 +1,44 @@
+"""The two halves of the side-by-side benchmark as processes: ember's train_step and PyTorch's
+torch_workloads.py, each started fresh for every run (so each has its own peak memory), each
+printing one JSON object."""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def run_json(command, env=None):
+    """Runs a benchmark process and returns the JSON object it prints last."""
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        sys.exit(f"error: {' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def device_flags(args):
+    return ["--device", args.device] + (["--allow-tf32"] if args.allow_tf32 else [])
+
+
+def train_step_has(args, flag):
+    """Whether ember's train_step takes `flag` (its --help lists it)."""
+    done = subprocess.run([os.path.join(args.build, "benchmarks", "train_step"), "--help"], capture_output=True,
+                          text=True)
+    return flag in done.stdout
+
+
+def ember_command(args, workload, extra=(), graphs=True):
+    # On a GPU ember replays its step as a CUDA graph when its build can: as PyTorch's compiled
+    # mode with CUDA graphs does, and as a user training on fixed shapes would. Not while
+    # profiling: a replayed graph has no per-op times.
+    graphs = ["--cuda-graphs"] if graphs and args.device != "cpu" and args.ember_graphs else []
+    return [os.path.join(args.build, "benchmarks", "train_step"), "--workload", workload,
+            *device_flags(args), *graphs, *map(str, extra)]
+
+
+def torch_command(args, workload, config, extra=()):
+    threads, _ = config
+    return [args.python, os.path.join(HERE, "torch_workloads.py"), "--workload", workload,
+            *device_flags(args), "--threads", str(threads), *map(str, extra)]
