@@ -209,7 +209,11 @@ TEST_CASE("trainer helpers: totals over ranks, and files and progress from rank 
     log.write(1, {{"loss", 0.5}});
     train::plot_metrics_csv(csv, "ranks");
     std::ostringstream bar, messages;
-    train::ProgressBar progress(2, {.display = train::ProgressDisplay::Lines, .bar_stream = &bar, .message_stream = &messages});
+    train::ProgressBarOptions options;
+    options.display = train::ProgressDisplay::Lines;
+    options.bar_stream = &bar;
+    options.message_stream = &messages;
+    train::ProgressBar progress(2, options);
     progress.update(2, {{"loss", 0.5}});
     progress.print_line("done");
     progress.finish();
