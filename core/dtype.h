@@ -1,4 +1,6 @@
 // Element types a tensor can hold, and the switch that turns a runtime dtype into a C++ type.
+// bfloat16 and float16 (core/half.h) are stored, converted, printed and saved; the ops compute
+// on float32, float64, int64 and bool, and name a 16-bit operand in their error.
 #pragma once
 
 #include <fmt/format.h>
@@ -7,17 +9,21 @@
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "core/error.h"
+#include "core/half.h"
 
 namespace ember {
 
-enum class DType : uint8_t { Float32, Float64, Int64, Bool };
+enum class DType : uint8_t { Float32, Float64, Int64, Bool, BFloat16, Float16 };
 
 inline constexpr DType kFloat32 = DType::Float32;
 inline constexpr DType kFloat64 = DType::Float64;
 inline constexpr DType kInt64 = DType::Int64;
 inline constexpr DType kBool = DType::Bool;
+inline constexpr DType kBFloat16 = DType::BFloat16;
+inline constexpr DType kFloat16 = DType::Float16;
 
 constexpr std::string_view dtype_name(DType dtype) {
   switch (dtype) {
@@ -25,6 +31,8 @@ constexpr std::string_view dtype_name(DType dtype) {
     case DType::Float64: return "float64";
     case DType::Int64: return "int64";
     case DType::Bool: return "bool";
+    case DType::BFloat16: return "bfloat16";
+    case DType::Float16: return "float16";
   }
   return "unknown";
 }
@@ -35,13 +43,22 @@ constexpr size_t element_size(DType dtype) {
     case DType::Float64: return 8;
     case DType::Int64: return 8;
     case DType::Bool: return 1;
+    case DType::BFloat16: return 2;
+    case DType::Float16: return 2;
   }
   return 0;
 }
 
 constexpr bool is_floating_point(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float64;
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16 || dtype == DType::Float16;
 }
+
+constexpr bool is_16_bit_floating_point(DType dtype) { return dtype == DType::BFloat16 || dtype == DType::Float16; }
+
+// Whether T is a floating point element type: float, double, BFloat16 or Float16.
+template <class T>
+inline constexpr bool is_floating_element =
+    std::is_floating_point_v<T> || std::is_same_v<T, BFloat16> || std::is_same_v<T, Float16>;
 
 // The DType of a C++ element type: dtype_of<float>() == kFloat32.
 template <class T>
@@ -50,20 +67,36 @@ constexpr DType dtype_of() {
   else if constexpr (std::is_same_v<T, double>) return DType::Float64;
   else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
   else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
-  else static_assert(sizeof(T) == 0, "ember tensors hold float, double, int64_t or bool");
+  else if constexpr (std::is_same_v<T, BFloat16>) return DType::BFloat16;
+  else if constexpr (std::is_same_v<T, Float16>) return DType::Float16;
+  else static_assert(sizeof(T) == 0, "ember tensors hold float, double, int64_t, bool, BFloat16 or Float16");
 }
 
-// Calls fn.template operator()<T>() with T the C++ type of dtype. Kernels use it with a
-// template lambda:  visit_dtype(x.dtype(), [&]<class T>() { ... T ... });
+// Calls fn.template operator()<T>() with T the C++ type of dtype, for the dtypes ops compute on
+// (float32, float64, int64, bool); `op` names the caller in the error for a 16-bit dtype. Kernels
+// use it with a template lambda:  visit_dtype(x.dtype(), "gather", [&]<class T>() { ... T ... });
 template <class Fn>
-decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
+decltype(auto) visit_dtype(DType dtype, std::string_view op, Fn&& fn) {
   switch (dtype) {
     case DType::Float32: return fn.template operator()<float>();
     case DType::Float64: return fn.template operator()<double>();
     case DType::Int64: return fn.template operator()<int64_t>();
     case DType::Bool: return fn.template operator()<bool>();
+    default:
+      fail("{}: {} tensors are stored but not computed on yet; convert with .to(kFloat32) first", op,
+           dtype_name(dtype));
   }
-  throw Error("visit_dtype: unknown dtype");
+}
+
+// The same over every dtype, 16-bit ones included: for what only moves or converts values
+// (copies, fills, item(), printing, files).
+template <class Fn>
+decltype(auto) visit_any_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::BFloat16: return fn.template operator()<BFloat16>();
+    case DType::Float16: return fn.template operator()<Float16>();
+    default: return visit_dtype(dtype, "visit_any_dtype", std::forward<Fn>(fn));
+  }
 }
 
 // The same for the floating dtypes only; `op` names the caller in the error for others.
@@ -72,6 +105,10 @@ decltype(auto) visit_floating(DType dtype, std::string_view op, Fn&& fn) {
   switch (dtype) {
     case DType::Float32: return fn.template operator()<float>();
     case DType::Float64: return fn.template operator()<double>();
+    case DType::BFloat16:
+    case DType::Float16:
+      fail("{}: {} tensors are stored but not computed on yet; convert with .to(kFloat32) first", op,
+           dtype_name(dtype));
     default: fail("{}: expected a floating point tensor (float32 or float64), got {}", op, dtype_name(dtype));
   }
 }
@@ -83,6 +120,10 @@ decltype(auto) visit_numeric(DType dtype, std::string_view op, Fn&& fn) {
     case DType::Float32: return fn.template operator()<float>();
     case DType::Float64: return fn.template operator()<double>();
     case DType::Int64: return fn.template operator()<int64_t>();
+    case DType::BFloat16:
+    case DType::Float16:
+      fail("{}: {} tensors are stored but not computed on yet; convert with .to(kFloat32) first", op,
+           dtype_name(dtype));
     default: fail("{}: expected a numeric tensor (float32, float64 or int64), got {}", op, dtype_name(dtype));
   }
 }

@@ -70,9 +70,9 @@ std::string format_floating(double v, bool scientific) {
 std::vector<std::string> format_elements(const Tensor& host, const std::vector<int64_t>& offsets) {
   std::vector<std::string> texts;
   texts.reserve(offsets.size());
-  visit_dtype(host.dtype(), [&]<class T>() {
+  visit_any_dtype(host.dtype(), [&]<class T>() {
     const T* data = host.data_ptr<T>();
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_floating_element<T>) {
       std::vector<double> values;
       values.reserve(offsets.size());
       for (int64_t offset : offsets) values.push_back(static_cast<double>(data[offset]));

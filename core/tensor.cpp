@@ -46,14 +46,14 @@ T Tensor::item() const {
   EMBER_CHECK(numel() == 1, "item: only a one-element tensor can be converted to a number; got shape {}",
               shape_str(sizes()));
   const Tensor host = is_cpu() ? *this : to(kCPU);
-  return visit_dtype(dtype(), [&]<class U>() { return static_cast<T>(*host.data_ptr<U>()); });
+  return visit_any_dtype(dtype(), [&]<class U>() { return static_cast<T>(*host.data_ptr<U>()); });
 }
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   const Tensor host = to(kCPU).contiguous();
   std::vector<T> values(host.numel());
-  visit_dtype(dtype(), [&]<class U>() {
+  visit_any_dtype(dtype(), [&]<class U>() {
     const U* data = host.data_ptr<U>();
     for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(data[i]);
   });

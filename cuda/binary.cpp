@@ -10,7 +10,7 @@ namespace {
 void binary_cuda(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   const StridedLayout<3> layout = strided_layout<3>(binary_op_name(op), {&out, &a, &b});
   if (out.dtype() == kBool) {
-    visit_dtype(a.dtype(), [&]<class T>() {
+    visit_dtype(a.dtype(), binary_op_name(op), [&]<class T>() {
       launch_binary_predicate<T>(op, layout, out.numel(), out.data_ptr<bool>(), a.data_ptr<T>(), b.data_ptr<T>());
     });
     return;

@@ -26,8 +26,8 @@ size_t byte_size(const Tensor& t) { return static_cast<size_t>(t.numel()) * elem
 // dst = src converted, broadcast and rearranged; both on the same GPU.
 void convert_on_device(const Tensor& dst, const Tensor& src) {
   const StridedLayout<2> layout = strided_layout<2>("copy", {&dst, &src});
-  visit_dtype(dst.dtype(), [&]<class Out>() {
-    visit_dtype(src.dtype(), [&]<class In>() {
+  visit_dtype(dst.dtype(), "copy", [&]<class Out>() {
+    visit_dtype(src.dtype(), "copy", [&]<class In>() {
       launch_convert<Out, In>(layout, dst.numel(), dst.data_ptr<Out>(), src.data_ptr<In>());
     });
   });

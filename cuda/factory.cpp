@@ -9,7 +9,7 @@ namespace {
 
 void fill_cuda(const Tensor& out, double value) {
   const StridedLayout<1> layout = strided_layout<1>("fill", {&out});
-  visit_dtype(out.dtype(), [&]<class T>() { launch_fill<T>(layout, out.numel(), out.data_ptr<T>(), static_cast<T>(value)); });
+  visit_dtype(out.dtype(), "fill", [&]<class T>() { launch_fill<T>(layout, out.numel(), out.data_ptr<T>(), static_cast<T>(value)); });
 }
 
 // The factories below write tensors they have just made, which are contiguous.

@@ -10,7 +10,7 @@ void sort_cuda(const Tensor& values, const Tensor& indices, const Tensor& x, boo
   if (values.numel() == 0) return;
   const int64_t length = x.sizes().back(), k = values.sizes().back();
   // Every dtype, bool included: the CPU kernel sorts them all, so argsort of a mask works on both.
-  visit_dtype(x.dtype(), [&]<class T>() {
+  visit_dtype(x.dtype(), "sort", [&]<class T>() {
     launch_sort<T>(x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(), x.numel() / length, length, k,
                    descending);
   });

@@ -17,7 +17,7 @@ bool takes_integers(UnaryOp op) {
 void unary_cuda(UnaryOp op, const Tensor& out, const Tensor& x) {
   const StridedLayout<2> layout = strided_layout<2>(unary_op_name(op), {&out, &x});
   if (op == UnaryOp::IsFinite || op == UnaryOp::IsNan) {
-    visit_dtype(x.dtype(), [&]<class T>() {
+    visit_dtype(x.dtype(), unary_op_name(op), [&]<class T>() {
       launch_unary_predicate<T>(op, layout, out.numel(), out.data_ptr<bool>(), x.data_ptr<T>());
     });
     return;

@@ -40,17 +40,18 @@ struct DTypeCode {
   std::string_view code;
   DType dtype;
 };
-constexpr std::array<DTypeCode, 4> kDTypeCodes = {{
+constexpr std::array<DTypeCode, 6> kDTypeCodes = {{
     {"F32", kFloat32},
     {"F64", kFloat64},
     {"I64", kInt64},
     {"BOOL", kBool},
+    {"BF16", kBFloat16},
+    {"F16", kFloat16},
 }};
 // Dtypes the format defines that ember tensors cannot hold: named as unsupported rather
 // than unknown, so the user knows the file is fine and what to convert.
-constexpr std::array<std::string_view, 16> kOtherSafetensorsDTypes = {
-    "F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2",
-    "I8",  "U8",   "I16",     "U16",     "I32",     "U32", "U64",    "C64"};
+constexpr std::array<std::string_view, 14> kOtherSafetensorsDTypes = {
+    "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "I8", "U8", "I16", "U16", "I32", "U32", "U64", "C64"};
 
 std::string_view code_of(DType dtype) {
   for (const DTypeCode& entry : kDTypeCodes) {
@@ -144,7 +145,7 @@ DType parse_dtype(const json& info, const std::string& name, const std::string& 
   }
   if (std::find(kOtherSafetensorsDTypes.begin(), kOtherSafetensorsDTypes.end(), code) !=
       kOtherSafetensorsDTypes.end()) {
-    fail("load_safetensors: '{}': tensor '{}' has unsupported dtype {} (ember reads F32, F64, I64 and BOOL; "
+    fail("load_safetensors: '{}': tensor '{}' has unsupported dtype {} (ember reads F32, F64, BF16, F16, I64 and BOOL; "
          "convert the tensor before saving)", path, name, code);
   }
   corrupt(path, fmt::format("tensor '{}' has unknown dtype \"{}\"", name, code));

@@ -31,8 +31,8 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
 inline std::function<void(const std::string& temporary_path)> before_rename_for_tests;
 
 // Reads every tensor of a safetensors file into CPU tensors; fills `metadata` when given.
-// Reads F32, F64, I64 and BOOL; any malformed file throws ember::Error naming the file, the
-// problem and the tensor involved.
+// Reads F32, F64, BF16, F16, I64 and BOOL; any malformed file throws ember::Error naming the
+// file, the problem and the tensor involved.
 StateDict load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
 
 // module.state_dict() to a safetensors file.

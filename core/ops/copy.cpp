@@ -16,8 +16,8 @@ constinit KernelTable<void(const Tensor& dst, const Tensor& src)> copy{"copy"};
 namespace {
 
 void copy_cpu(const Tensor& dst, const Tensor& src) {
-  visit_dtype(dst.dtype(), [&]<class Out>() {
-    visit_dtype(src.dtype(), [&]<class In>() {
+  visit_any_dtype(dst.dtype(), [&]<class Out>() {
+    visit_any_dtype(src.dtype(), [&]<class In>() {
       cpu::for_each_element<Out, In>(dst, {src}, [](In value) { return static_cast<Out>(value); });
     });
   });

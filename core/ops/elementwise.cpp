@@ -96,7 +96,7 @@ void predicate_cpu(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
 
 void binary_cpu(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   if (out.dtype() == kBool) {
-    visit_dtype(a.dtype(), [&]<class T>() { predicate_cpu<T>(op, out, a, b); });
+    visit_dtype(a.dtype(), binary_op_name(op), [&]<class T>() { predicate_cpu<T>(op, out, a, b); });
   } else {
     visit_numeric(a.dtype(), binary_op_name(op), [&]<class T>() { arithmetic_cpu<T>(op, out, a, b); });
   }

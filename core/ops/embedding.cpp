@@ -20,7 +20,7 @@ namespace {
 
 // out[k, :] = weight[ids[k], :]; weight, ids and out contiguous, ids already checked.
 void embedding_cpu(const Tensor& out, const Tensor& weight, const Tensor& ids) {
-  visit_dtype(weight.dtype(), [&]<class T>() {
+  visit_dtype(weight.dtype(), "embedding", [&]<class T>() {
     const int64_t dim = weight.size(1);
     const T* table = weight.data_ptr<T>();
     const int64_t* index = ids.data_ptr<int64_t>();

@@ -21,7 +21,7 @@ constinit KernelTable<void(const Tensor& out, int64_t low, int64_t range, Philox
 namespace {
 
 void fill_cpu(const Tensor& out, double value) {
-  visit_dtype(out.dtype(), [&]<class T>() {
+  visit_any_dtype(out.dtype(), [&]<class T>() {
     const T v = static_cast<T>(value);
     cpu::for_each_element<T>(out, {}, [v]() { return v; });
   });

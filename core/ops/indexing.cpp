@@ -65,7 +65,7 @@ void index_select_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Ten
   const int64_t size = x.sizes()[dim], count = index.numel();
   const int64_t* idx = index.data_ptr<int64_t>();
   const int64_t outer = outer_size(x.sizes(), dim), inner = inner_size(x.sizes(), dim);
-  visit_dtype(x.dtype(), [&]<class T>() {
+  visit_any_dtype(x.dtype(), [&]<class T>() {
     const T* source = x.data_ptr<T>();
     T* result = out.data_ptr<T>();
     parallel_for(outer * count, inner, [&](int64_t begin, int64_t end) {
@@ -115,7 +115,7 @@ void gather_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& i
   const std::vector<int64_t> outer_offsets = position_offsets(shape, x.strides(), 0, dim);
   const std::vector<int64_t> inner_offsets = position_offsets(shape, x.strides(), dim + 1, rank);
   const int64_t step = x.strides()[dim];
-  visit_dtype(x.dtype(), [&]<class T>() {
+  visit_any_dtype(x.dtype(), [&]<class T>() {
     const T* source = x.data_ptr<T>();
     T* result = out.data_ptr<T>();
     parallel_for(outer * count, inner, [&](int64_t begin, int64_t end) {
@@ -161,7 +161,7 @@ void scatter_add_cpu(const Tensor& target, const Tensor& source, int64_t dim, co
 EMBER_REGISTER_KERNEL(kernels::scatter_add, DeviceType::CPU, scatter_add_cpu);
 
 void where_cpu(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b) {
-  visit_dtype(out.dtype(), [&]<class T>() {
+  visit_any_dtype(out.dtype(), [&]<class T>() {
     cpu::for_each_element<T, bool, T, T>(out, {condition, a, b}, [](bool c, T x, T y) { return c ? x : y; });
   });
 }
@@ -172,7 +172,7 @@ void triangle_cpu(const Tensor& out, const Tensor& x, int64_t diagonal, bool low
   const int64_t rows = x.sizes()[x.dim() - 2], cols = x.sizes()[x.dim() - 1];
   if (x.numel() == 0) return;
   const int64_t total_rows = x.numel() / cols;
-  visit_dtype(x.dtype(), [&]<class T>() {
+  visit_any_dtype(x.dtype(), [&]<class T>() {
     const T* source = x.data_ptr<T>();
     T* result = out.data_ptr<T>();
     parallel_for(total_rows, cols, [&](int64_t begin, int64_t end) {

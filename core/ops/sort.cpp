@@ -36,7 +36,7 @@ void sort_cpu(const Tensor& values, const Tensor& indices, const Tensor& x, bool
   if (values.numel() == 0) return;
   const int64_t length = x.sizes().back(), k = values.sizes().back();
   const int64_t rows = x.numel() / length;
-  visit_dtype(x.dtype(), [&]<class T>() {
+  visit_dtype(x.dtype(), "sort", [&]<class T>() {
     const T* source = x.data_ptr<T>();
     T* sorted_values = values.data_ptr<T>();
     int64_t* sorted_indices = indices.data_ptr<int64_t>();

@@ -107,7 +107,7 @@ void math_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
 
 void unary_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
   if (op == UnaryOp::IsFinite || op == UnaryOp::IsNan) {
-    visit_dtype(x.dtype(), [&]<class T>() {
+    visit_dtype(x.dtype(), unary_op_name(op), [&]<class T>() {
       if constexpr (std::is_floating_point_v<T>) {
         if (op == UnaryOp::IsFinite) cpu::for_each_element<bool, T>(out, {x}, [](T v) { return std::isfinite(v); });
         else cpu::for_each_element<bool, T>(out, {x}, [](T v) { return std::isnan(v); });
