@@ -15,8 +15,10 @@ inline ncclDataType_t nccl_datatype(DType dtype) {
     case DType::Float64: return ncclFloat64;
     case DType::Int64: return ncclInt64;
     case DType::Bool: return ncclUint8;  // one byte, 0 or 1
+    case DType::BFloat16: return ncclBfloat16;
+    case DType::Float16: return ncclFloat16;
   }
-  fail("distributed: dtype {} has no NCCL datatype", static_cast<int>(dtype));
+  fail("distributed: dtype {} has no NCCL datatype", dtype);
 }
 
 // A sum of bools is their logical or: the max of bytes that are 0 or 1. A mean is NCCL's average

@@ -77,6 +77,9 @@ class MpiWork : public Work::Impl {
 class MpiBackend : public detail::CollectiveBackend {
  public:
   std::shared_ptr<Work::Impl> all_reduce(const Tensor& tensor, ReduceOp op) override {
+    // Every rank holds the same dtype here (checked before), so every rank refuses alike.
+    EMBER_CHECK(!is_16_bit_floating_point(tensor.dtype()), "all_reduce: {} tensors cannot be summed over MPI (it "
+                "has no 16-bit floating point type); convert them with .to(kFloat32) first", tensor.dtype());
     auto work = std::make_shared<MpiWork>(tensor, op == ReduceOp::Mean);
     auto* bytes = static_cast<char*>(tensor.raw_data());
     const size_t element = element_size(tensor.dtype());

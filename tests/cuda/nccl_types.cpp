@@ -12,6 +12,8 @@ TEST_CASE("every dtype has the NCCL datatype of its size and kind") {
   CHECK(distributed::nccl_datatype(kFloat64) == ncclFloat64);
   CHECK(distributed::nccl_datatype(kInt64) == ncclInt64);
   CHECK(distributed::nccl_datatype(kBool) == ncclUint8);
+  CHECK(distributed::nccl_datatype(kBFloat16) == ncclBfloat16);
+  CHECK(distributed::nccl_datatype(kFloat16) == ncclFloat16);
 }
 
 TEST_CASE("a sum is NCCL's sum, a mean its average, and a sum of bools a max (logical or)") {

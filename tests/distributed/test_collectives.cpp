@@ -112,6 +112,14 @@ TEST_CASE("ranks that disagree on a tensor's size or dtype get an error, not a h
   CHECK_THROWS_WITH_AS(distributed::broadcast(y), doctest::Contains("broadcast: ranks disagree"), Error);
 }
 
+TEST_CASE("16-bit tensors move between ranks, and an all_reduce over MPI refuses them, naming the dtype") {
+  Tensor x = full({3}, rank() == 0 ? 1.5 : 0.0, kBFloat16);
+  distributed::broadcast(x);
+  CHECK(x.to_vector<float>() == std::vector<float>(3, 1.5f));
+  CHECK_THROWS_WITH_AS(distributed::all_reduce(x), doctest::Contains("all_reduce: bfloat16 tensors cannot be summed"),
+                       Error);
+}
+
 TEST_CASE("collectives refuse non-contiguous and undefined tensors") {
   Tensor x = zeros({3, 2}).t();
   CHECK_THROWS_WITH_AS(distributed::all_reduce(x),
