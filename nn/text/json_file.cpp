@@ -33,7 +33,8 @@ json parse_json_file(const std::string& path, const std::string& who) {
   contents << file.rdbuf();
   try {
     return json::parse(contents.str());
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {
+    // Not only parse_error: a number beyond double's range (1e999) is an out_of_range error.
     fail("{}: '{}' is not valid JSON ({})", who, path, error.what());
   }
 }
