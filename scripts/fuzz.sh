@@ -38,7 +38,7 @@ for target in "${targets[@]}"; do
   # The targets that read JSON mutate with its grammar's pieces as well.
   dictionary=()
   case "$target" in
-    fuzz_safetensors|fuzz_checkpoint|fuzz_tokenizer_file|fuzz_wordpiece_file|fuzz_bpe_file|fuzz_bert_vocab|fuzz_sentiment)
+    fuzz_safetensors|fuzz_checkpoint|fuzz_tokenizer_file|fuzz_wordpiece_file|fuzz_bpe_file|fuzz_bert_vocab|fuzz_sentiment|fuzz_example_config)
       dictionary=(-dict=tests/fuzz/json.dict) ;;
   esac
   log="$build/fuzz/logs/$target.log"

@@ -74,7 +74,8 @@ void write_tokenizer_seeds() {
   small_wordpiece().save(seed_path("fuzz_wordpiece_file", "uncased.json"));
   small_wordpiece({.lowercase = false, .max_chars_per_word = 5}).save(seed_path("fuzz_wordpiece_file", "cased.json"));
 
-  text::BpeTokenizer::train(kCorpus, text::BpeTokenizer::kBaseVocabSize + 12).save(seed_path("fuzz_bpe_file", "bpe.json"));
+  text::BpeTokenizer::train(kCorpus, text::BpeTokenizer::kBaseVocabSize + 12)
+      .save(seed_path("fuzz_bpe_file", "bpe.json"));
   text::BpeTokenizer::train(kCorpus, text::BpeTokenizer::kBaseVocabSize).save(seed_path("fuzz_bpe_file", "bytes.json"));
 }
 
@@ -126,6 +127,21 @@ void write_metrics_seeds() {
   log.write(300, {{"train_loss", 1.875}, {"val_loss", -0.0}, {"lr", 1e-30}});
 }
 
+// The config.json files of the examples that read sizes back (text_classifier, translation,
+// spelling_to_sound), with the keys and kinds they write.
+void write_example_config_seeds() {
+  write_bytes(seed_path("fuzz_example_config", "text_classifier.json"),
+              R"({"d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "dropout": 0.1, "max_tokens": 64,
+  "vocab_size": 5000})");
+  write_bytes(seed_path("fuzz_example_config", "translation.json"),
+              R"({"vocab_size": 8000, "d_model": 128, "layers": 3, "heads": 4, "d_ff": 512, "dropout": 0.1,
+  "label_smoothing": 0.1, "lr": 1.0, "warmup_steps": 4000, "weight_decay": 0.0, "batch_tokens": 4096,
+  "total_steps": 12000})");
+  write_bytes(seed_path("fuzz_example_config", "spelling_to_sound.json"),
+              R"({"model": {"d_model": 128, "heads": 4, "d_ff": 512, "encoder_layers": 3},
+  "training": {"total_steps": 9000}, "longest_word": 34})");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,6 +157,7 @@ int main(int argc, char** argv) {
   write_bert_vocab_seeds();
   write_data_set_seeds();
   write_metrics_seeds();
+  write_example_config_seeds();
   fmt::print("write_seeds: wrote the seed corpora under {}\n", corpus_root.string());
   return 0;
 }
