@@ -8,7 +8,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ember;
   if (size == 0) return 0;
   const bool as_json = data[0] % 2 == 1;
-  const std::string path = fuzzing::write_input(fuzzing::as_text(data + 1, size - 1), as_json ? "vocab.json" : "vocab.txt");
+  const std::string path =
+      fuzzing::write_input(fuzzing::as_text(data + 1, size - 1), as_json ? "vocab.json" : "vocab.txt");
   fuzzing::expect_success_or_error([&] {
     fuzzing::use_tokenizer(as_json ? text::WordPieceTokenizer::from_bert_vocab_json(path)
                                    : text::WordPieceTokenizer::from_vocab_txt(path));
