@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -24,9 +26,13 @@ inline std::string input_path(const std::string& name) {
       .string();
 }
 
-// Writes the fuzzer's bytes to input_path(name) and returns that path.
+// Writes the fuzzer's bytes to input_path(name) and returns that path. The file is removed when
+// the fuzzer exits, so that runs leave nothing behind in the temporary directory.
 inline std::string write_input(std::string_view bytes, const std::string& name) {
-  const std::string path = input_path(name);
+  static std::string path;
+  static const bool removal_registered = std::atexit([] { std::remove(path.c_str()); }) == 0;
+  (void)removal_registered;
+  path = input_path(name);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
