@@ -22,6 +22,9 @@ TEST_CASE("config_integer reads a JSON integer and refuses every other value, na
   CHECK_THROWS_WITH_ALL(examples::config_integer(config, "text", "config.json"), "'text'", "\"64\"");
   CHECK_THROWS_WITH_ALL(examples::config_integer(config, "too_big", "config.json"), "'too_big'",
                         "9223372036854775808");
+  const std::string brackets = std::string(100'000, '[') + std::string(100'000, ']');
+  const auto deep = nlohmann::json::parse("{\"layers\": " + brackets + "}");
+  CHECK_THROWS_WITH_ALL(examples::config_integer(deep, "layers", "config.json"), "'layers'", "not a JSON array");
   CHECK_THROWS_WITH_ALL(examples::config_integer(config, "layers", "config.json"), "config.json", "'layers'",
                         "missing");
   CHECK_THROWS_WITH_ALL(examples::config_integer(nlohmann::json::array(), "layers", "config.json"), "'layers'",

@@ -18,7 +18,10 @@ inline int64_t config_integer(const nlohmann::json& object, const std::string& k
   const nlohmann::json& value = object.at(key);
   const bool fits =
       value.is_number_unsigned() ? value.get<uint64_t>() <= uint64_t(INT64_MAX) : value.is_number_integer();
-  EMBER_CHECK(fits, "{}: key '{}' should be an integer, not {}", path, key, value.dump());
+  // A number or string is shown as written; an array or object only by its kind, since writing
+  // back a value nested a hundred thousand levels deep would recurse as deeply.
+  EMBER_CHECK(fits, "{}: key '{}' should be an integer, not {}", path, key,
+              value.is_primitive() ? value.dump() : std::string("a JSON ") + value.type_name());
   return value.get<int64_t>();
 }
 

@@ -142,6 +142,21 @@ void write_example_config_seeds() {
   "training": {"total_steps": 9000}, "longest_word": 34})");
 }
 
+// JSON nested a hundred thousand levels deep, which once overflowed the stack of the loaders
+// that wrote a value back into an error message. Written here rather than kept in
+// tests/fuzz/regressions/: each is 200 kB of brackets.
+void write_deep_nesting_seeds() {
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  write_bytes(seed_path("fuzz_bpe_file", "deep_merges.json"),
+              R"({"type": "bpe", "version": 1, "special_tokens": {"pad": "[PAD]", "unk": "[UNK]", "bos": "[BOS]",
+  "eos": "[EOS]"}, "merges": [)" + deep + "]}");
+  const std::string header = R"({"a":{"dtype":"F32","shape":[)" + deep + R"(],"data_offsets":[0,0]}})";
+  std::string length_field;
+  for (int i = 0; i < 8; ++i) length_field.push_back(static_cast<char>(uint64_t(header.size()) >> (8 * i)));
+  write_bytes(seed_path("fuzz_safetensors", "deep_shape.safetensors"), length_field + header);
+  write_bytes(seed_path("fuzz_example_config", "deep_value.json"), "{\"d_model\": " + deep + "}");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,6 +173,7 @@ int main(int argc, char** argv) {
   write_data_set_seeds();
   write_metrics_seeds();
   write_example_config_seeds();
+  write_deep_nesting_seeds();
   fmt::print("write_seeds: wrote the seed corpora under {}\n", corpus_root.string());
   return 0;
 }
