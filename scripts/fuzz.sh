@@ -47,7 +47,7 @@ for target in "${targets[@]}"; do
   if "$fuzz_bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "${dictionary[@]}" \
        -artifact_prefix="$build/fuzz/findings/$target/" "${inputs[@]}" >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-    coverage=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+    coverage=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
     echo "fuzz: $target: ${runs:-?} executions in ${seconds} s, coverage ${coverage:-?} edges, nothing found"
     total=$((total + ${runs:-0}))
   else
