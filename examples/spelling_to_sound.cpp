@@ -27,6 +27,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "common/config_values.h"
 #include "common/options.h"
 #include "common/run_main.h"
 #include "ember.h"
@@ -387,7 +388,7 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
   }
   if (common.resume && std::filesystem::exists(checkpoint_path)) {
     // A resumed run continues the schedule it was planned with.
-    const int64_t planned = read_json(config_path).at("training").at("total_steps").get<int64_t>();
+    const int64_t planned = examples::config_integer(read_json(config_path).at("training"), "total_steps", config_path);
     if (total_steps != 0 && total_steps != planned) {
       fmt::print("--resume: continuing the planned {} steps (--steps {} ignored)\n", planned, total_steps);
     }
@@ -668,11 +669,11 @@ TrainedModel load_trained(const examples::CommonOptions& common, const char* fla
   int64_t longest_word = 0;
   try {
     const nlohmann::json& sizes = config.at("model");
-    recipe.d_model = sizes.at("d_model").get<int64_t>();
-    recipe.heads = sizes.at("heads").get<int64_t>();
-    recipe.d_ff = sizes.at("d_ff").get<int64_t>();
-    recipe.layers = sizes.at("encoder_layers").get<int64_t>();
-    longest_word = config.at("longest_word").get<int64_t>();
+    recipe.d_model = examples::config_integer(sizes, "d_model", config_path);
+    recipe.heads = examples::config_integer(sizes, "heads", config_path);
+    recipe.d_ff = examples::config_integer(sizes, "d_ff", config_path);
+    recipe.layers = examples::config_integer(sizes, "encoder_layers", config_path);
+    longest_word = examples::config_integer(config, "longest_word", config_path);
   } catch (const nlohmann::json::exception& error) {
     fail("{}: '{}' is not this example's config: {}", flag, config_path, error.what());
   }

@@ -28,6 +28,7 @@
 #include <span>
 #include <nlohmann/json.hpp>
 
+#include "common/config_values.h"
 #include "common/file_names.h"
 #include "common/options.h"
 #include "common/run_main.h"
@@ -77,13 +78,13 @@ Recipe load_recipe(const std::string& path) {
   try {
     const nlohmann::json json = nlohmann::json::parse(file);
     Recipe recipe;
-    recipe.d_model = json.at("d_model");
-    recipe.heads = json.at("heads");
-    recipe.layers = json.at("layers");
-    recipe.d_ff = json.at("d_ff");
-    recipe.dropout = json.at("dropout");
-    recipe.max_tokens = json.at("max_tokens");
-    recipe.vocab_size = json.at("vocab_size");
+    recipe.d_model = examples::config_integer(json, "d_model", path);
+    recipe.heads = examples::config_integer(json, "heads", path);
+    recipe.layers = examples::config_integer(json, "layers", path);
+    recipe.d_ff = examples::config_integer(json, "d_ff", path);
+    recipe.dropout = json.at("dropout").get<double>();
+    recipe.max_tokens = examples::config_integer(json, "max_tokens", path);
+    recipe.vocab_size = examples::config_integer(json, "vocab_size", path);
     return recipe;
   } catch (const nlohmann::json::exception& error) {
     fail("text_classifier: {} is not a model configuration: {}", path, error.what());

@@ -26,6 +26,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "common/config_values.h"
 #include "common/options.h"
 #include "common/run_main.h"
 #include "ember.h"
@@ -294,17 +295,17 @@ nlohmann::json read_json(const std::string& path) {
 Recipe recipe_from_json(const nlohmann::json& json, const std::string& path) {
   Recipe recipe;
   try {
-    recipe.vocab_size = json.at("vocab_size").get<int64_t>();
-    recipe.d_model = json.at("d_model").get<int64_t>();
-    recipe.layers = json.at("layers").get<int64_t>();
-    recipe.heads = json.at("heads").get<int64_t>();
-    recipe.d_ff = json.at("d_ff").get<int64_t>();
+    recipe.vocab_size = examples::config_integer(json, "vocab_size", path);
+    recipe.d_model = examples::config_integer(json, "d_model", path);
+    recipe.layers = examples::config_integer(json, "layers", path);
+    recipe.heads = examples::config_integer(json, "heads", path);
+    recipe.d_ff = examples::config_integer(json, "d_ff", path);
     recipe.dropout = json.at("dropout").get<double>();
     recipe.label_smoothing = json.at("label_smoothing").get<double>();
     recipe.lr = json.at("lr").get<double>();
-    recipe.warmup_steps = json.at("warmup_steps").get<int64_t>();
+    recipe.warmup_steps = examples::config_integer(json, "warmup_steps", path);
     recipe.weight_decay = json.at("weight_decay").get<double>();
-    recipe.batch_tokens = json.at("batch_tokens").get<int64_t>();
+    recipe.batch_tokens = examples::config_integer(json, "batch_tokens", path);
   } catch (const nlohmann::json::exception& error) {
     fail("translation: {} does not hold a recipe ({})", path, error.what());
   }
@@ -486,7 +487,7 @@ int main(int argc, char** argv) {
                   "--out for a new run",
                   common.out_dir, differences);
       try {
-        total_steps = config.at("total_steps").get<int64_t>();
+        total_steps = examples::config_integer(config, "total_steps", config_path);
       } catch (const nlohmann::json::exception& error) {
         fail("--resume: {} has no step count ({})", config_path, error.what());
       }

@@ -20,6 +20,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/ops/copy.h"
+#include "nn/json_nesting.h"
 
 namespace ember::nn {
 
@@ -337,7 +338,9 @@ StateDict load_safetensors(const std::string& path, std::map<std::string, std::s
 
   json header;
   try {
-    header = json::parse(header_text);
+    header = parse_json_nested_at_most(header_text, [&] {
+      corrupt(path, fmt::format("the header is nested deeper than {} levels", kMaxJsonNesting));
+    });
   } catch (const json::exception& error) {
     corrupt(path, fmt::format("the header is not valid JSON ({})", error.what()));
   }

@@ -13,10 +13,15 @@ packages=(
   libbenchmark-dev    # Google Benchmark, for benchmarks/
   libopenblas-dev     # CBLAS headers
   libopenblas0-openmp libopenblas-openmp-dev  # OpenBLAS built on OpenMP: one thread pool with ember's loops
-  libomp-dev          # OpenMP
   nlohmann-json3-dev  # JSON: safetensors headers, data sets, tokenizer files
   libcli11-dev        # command-line parsing in the examples
   libopenmpi-dev openmpi-bin  # MPI: data-parallel training across processes; the distributed tests run under mpirun
+  # The sanitizer build of scripts/test.sh: clang 16 (clang 14 cannot capture structured
+  # bindings in lambdas, which ember's kernels do), its sanitizer and libFuzzer runtimes, its
+  # OpenMP, and llvm-symbolizer (in llvm-16), which puts names on a sanitizer report's frames.
+  # libomp-16-dev replaces libomp-dev (LLVM 14's), which Debian will not install beside it;
+  # GCC builds use GCC's own OpenMP (libgomp) and need neither.
+  clang-16 libclang-rt-16-dev libomp-16-dev llvm-16
   ca-certificates
 )
 

@@ -131,6 +131,10 @@ TEST_CASE("sentiment: corrupt JSON names the path and line; a non-array or recor
   CHECK_THROWS_WITH_ALL(read_sentiment({object}), "object.json: line 1", "expected a JSON array", "object");
   const std::string invalid_utf8 = dir.write("latin1.json", "[{\"text\": \"caf\xe9\", \"class\": 1}]");
   CHECK_THROWS_WITH_ALL(read_sentiment({invalid_utf8}), "latin1.json: line 1");
+  // A number beyond double's range: the parser's out_of_range error, not a parse_error.
+  const std::string huge = dir.write("huge.json", R"([{"text": "a", "class": 1},
+ {"text": "b", "class": 1e999}])");
+  CHECK_THROWS_WITH_ALL(read_sentiment({huge}), "read_sentiment", "huge.json", "not valid JSON", "1e999");
   const std::string nothing = dir.write("nothing.json", R"([{"text": "", "class": null}, {"oops": 1}])");
   CHECK_THROWS_WITH_ALL(read_sentiment({nothing}), "read_sentiment: no usable records", "nothing.json");
 }

@@ -425,6 +425,17 @@ TEST_CASE("load rejects malformed files with a message naming the file, the prob
   }
 }
 
+TEST_CASE("a header nested a hundred thousand levels deep is refused, not a stack overflow") {
+  // Parsing such JSON works, but writing a value of it back (for an error message) recursed once
+  // per level and overflowed the stack.
+  ScratchDir dir("safetensors");
+  const std::string path = dir.file("deep.safetensors");
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  write_bytes(path, assemble(R"({"a":{"dtype":"F32","shape":[)" + deep + R"(],"data_offsets":[0,8]}})",
+                             raw<float>({1.0f, 2.0f})));
+  CHECK_THROWS_WITH_ALL(nn::load_safetensors(path), "load_safetensors", path.c_str(), "nested deeper than");
+}
+
 TEST_CASE("flipped and truncated bytes at every position load or throw ember::Error, never crash") {
   ScratchDir dir("safetensors");
   const std::string valid = dir.file("valid.safetensors");

@@ -238,6 +238,31 @@ TEST_CASE("load_tokenizer refuses missing, corrupt and foreign files, naming the
   CHECK(load_tokenizer(path)->type() == "char");
 }
 
+TEST_CASE("a tokenizer file with a number beyond double's range is refused as invalid JSON") {
+  // The JSON parser reports such a number with an exception of its own (out_of_range, not
+  // parse_error), which once escaped every tokenizer loader as a foreign exception.
+  ScratchDir dir("tokenizers");
+  const std::string path = dir.file("tokenizer.json");
+  write_text_file(path, R"({"type": "bpe", "version": 1, "merges": [[1e999, 4]]})");
+  CHECK_THROWS_WITH_ALL(load_tokenizer(path), "load_tokenizer", path.c_str(), "not valid JSON", "1e999");
+  CHECK_THROWS_WITH_ALL(BpeTokenizer::load(path), "BpeTokenizer::load", path.c_str(), "not valid JSON");
+  write_text_file(path, R"(["[UNK]", -1e999])");
+  CHECK_THROWS_WITH_ALL(WordPieceTokenizer::from_bert_vocab_json(path), "from_bert_vocab_json", path.c_str(),
+                        "not valid JSON");
+}
+
+TEST_CASE("a tokenizer file nested a hundred thousand levels deep is refused, not a stack overflow") {
+  // Parsing such JSON works, but writing a value of it back (for an error message) recursed once
+  // per level and overflowed the stack.
+  ScratchDir dir("tokenizers");
+  const std::string path = dir.file("tokenizer.json");
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  write_text_file(path, R"({"type": "bpe", "version": 1, "special_tokens": {"pad": "[PAD]", "unk": "[UNK]",
+    "bos": "[BOS]", "eos": "[EOS]"}, "merges": [)" + deep + "]}");
+  CHECK_THROWS_WITH_ALL(load_tokenizer(path), "load_tokenizer", path.c_str(), "nested deeper than");
+  CHECK_THROWS_WITH_ALL(BpeTokenizer::load(path), "BpeTokenizer::load", path.c_str(), "nested deeper than");
+}
+
 TEST_CASE("save to an unwritable place throws naming the path") {
   const WordTokenizer words = WordTokenizer::train(kCorpus);
   const std::string path = "/nonexistent-directory/words.json";

@@ -58,6 +58,9 @@ SentimentData read_sentiment(const std::vector<std::string>& paths) {
         if (const size_t colon = reason.find(": ", column); colon != std::string::npos) reason.erase(0, colon + 2);
       }
       fail("read_sentiment: {}: line {}: not valid JSON: {}", path, line_of_offset(content, offset), reason);
+    } catch (const json::exception& error) {
+      // A number beyond double's range (1e999) is an out_of_range error, which has no position.
+      fail("read_sentiment: {}: not valid JSON: {}", path, error.what());
     }
     EMBER_CHECK(records.is_array(), "read_sentiment: {}: line 1: expected a JSON array of records, found a {}", path,
                 records.type_name());

@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "nn/json_nesting.h"
 
 namespace ember::text {
 
@@ -32,8 +33,11 @@ json parse_json_file(const std::string& path, const std::string& who) {
   std::stringstream contents;
   contents << file.rdbuf();
   try {
-    return json::parse(contents.str());
-  } catch (const json::parse_error& error) {
+    return parse_json_nested_at_most(contents.str(), [&] {
+      fail("{}: '{}' is nested deeper than {} levels, which no tokenizer file is", who, path, kMaxJsonNesting);
+    });
+  } catch (const json::exception& error) {
+    // Not only parse_error: a number beyond double's range (1e999) is an out_of_range error.
     fail("{}: '{}' is not valid JSON ({})", who, path, error.what());
   }
 }

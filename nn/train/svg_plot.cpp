@@ -299,7 +299,11 @@ std::string heatmap_svg(const Tensor& values, const std::vector<std::string>& ro
   const double width = std::max(scale_left + 90, title_width);
   const double height = grid_top + std::max(grid_height, scale_height) + 24;
 
-  const auto [low, high] = finite_range(cells);
+  // Named copies, not a structured binding: clang (16) refuses to capture a binding in a lambda
+  // when compiling with OpenMP, as the sanitizer build does.
+  const std::pair<double, double> range = finite_range(cells);
+  const double low = range.first;
+  const double high = range.second;
   const bool any_finite = low <= high;
   const auto position = [&](double value) { return high > low ? (value - low) / (high - low) : 0.5; };
 
