@@ -11,7 +11,7 @@ ctest --test-dir build --output-on-failure --parallel "$(nproc)" "$@"
 
 # The sanitizer build checks what a user's files and command lines reach: the loaders of
 # safetensors files, checkpoints, tokenizer files, data sets and metrics CSVs, and the examples'
-# options parsers and config files. The other 45 suites (the ops, the models) run only in the
+# options parsers and config files. The other suites (the ops, the models) run only in the
 # Release build above, to keep this command within CI's time on two cores. To run them all
 # sanitized: cmake --build build-sanitize && ctest --test-dir build-sanitize
 # -O1: the sanitizers' recommended level; with them it compiles in under half -O3's time.
