@@ -1,6 +1,7 @@
 // Element types a tensor can hold, and the switch that turns a runtime dtype into a C++ type.
-// bfloat16 and float16 (core/half.h) are stored, converted, printed and saved; the ops compute
-// on float32, float64, int64 and bool, and name a 16-bit operand in their error.
+// bfloat16 and float16 (core/half.h) are stored in 2 bytes and computed on in float32: a kernel
+// templated on the element type T does its arithmetic in compute_type<T> and rounds once, where
+// it stores a result. Kernels that take them dispatch with the visit_any_* switches below.
 #pragma once
 
 #include <fmt/format.h>
@@ -60,6 +61,11 @@ template <class T>
 inline constexpr bool is_floating_element =
     std::is_floating_point_v<T> || std::is_same_v<T, BFloat16> || std::is_same_v<T, Float16>;
 
+// The type a kernel computes and accumulates in for elements of type T: float for the 16-bit
+// formats (each result is rounded once, on store), T itself otherwise.
+template <class T>
+using compute_type = std::conditional_t<std::is_same_v<T, BFloat16> || std::is_same_v<T, Float16>, float, T>;
+
 // The DType of a C++ element type: dtype_of<float>() == kFloat32.
 template <class T>
 constexpr DType dtype_of() {
@@ -96,6 +102,31 @@ decltype(auto) visit_any_dtype(DType dtype, Fn&& fn) {
     case DType::BFloat16: return fn.template operator()<BFloat16>();
     case DType::Float16: return fn.template operator()<Float16>();
     default: return visit_dtype(dtype, "visit_any_dtype", std::forward<Fn>(fn));
+  }
+}
+
+// The floating dtypes, 16-bit ones included; `op` names the caller in the error for others.
+template <class Fn>
+decltype(auto) visit_any_floating(DType dtype, std::string_view op, Fn&& fn) {
+  switch (dtype) {
+    case DType::Float32: return fn.template operator()<float>();
+    case DType::Float64: return fn.template operator()<double>();
+    case DType::BFloat16: return fn.template operator()<BFloat16>();
+    case DType::Float16: return fn.template operator()<Float16>();
+    default:
+      fail("{}: expected a floating point tensor (float32, float64, bfloat16 or float16), got {}", op,
+           dtype_name(dtype));
+  }
+}
+
+// The numeric dtypes (not bool), 16-bit ones included.
+template <class Fn>
+decltype(auto) visit_any_numeric(DType dtype, std::string_view op, Fn&& fn) {
+  switch (dtype) {
+    case DType::Int64: return fn.template operator()<int64_t>();
+    case DType::Bool:
+      fail("{}: expected a numeric tensor (float32, float64, bfloat16, float16 or int64), got bool", op);
+    default: return visit_any_floating(dtype, op, std::forward<Fn>(fn));
   }
 }
 

@@ -71,15 +71,16 @@ inline void run_row(Out* out, [[maybe_unused]] std::tuple<const In*...> in, cons
   if (step[0] == 1 && ((step[I + 1] == 1) && ...)) {
     // Unit stride everywhere: the loop the compiler vectorises.
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) out[i] = f(std::get<I>(in)[i]...);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(std::get<I>(in)[i]...));
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i * step[0]] = f(std::get<I>(in)[i * step[I + 1]]...);
+    for (int64_t i = 0; i < n; ++i) out[i * step[0]] = static_cast<Out>(f(std::get<I>(in)[i * step[I + 1]]...));
   }
 }
 
 }  // namespace detail
 
-// out[i] = f(inputs[0][i], inputs[1][i], ...). `out` must not overlap an input except when
+// out[i] = Out(f(inputs[0][i], inputs[1][i], ...)): f may compute in float for a 16-bit Out,
+// and the cast rounds once, on store. `out` must not overlap an input except when
 // the two are the same elements (in-place ops). Element types must match the dtypes.
 template <class Out, class... In, class F>
 void for_each_element(const Tensor& out, const std::array<Tensor, sizeof...(In)>& inputs, F f) {
