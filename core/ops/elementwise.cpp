@@ -42,15 +42,18 @@ std::string_view binary_op_name(BinaryOp op) {
 namespace {
 
 // Runs f over out, a, b; when one operand is a single element its value is hoisted out of the
-// loop, which keeps the common tensor-with-scalar case a unit-stride, vectorised loop.
+// loop, which keeps the common tensor-with-scalar case a unit-stride, vectorised loop. f takes
+// compute_type<T> operands: a 16-bit element is widened to float as it is read, and the result
+// rounds once, as it is stored.
 template <class R, class T, class F>
 void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  using C = compute_type<T>;
   if (b.numel() == 1 && a.sizes() == out.sizes()) {
-    const T value = *b.data_ptr<T>();
-    cpu::for_each_element<R, T>(out, {a}, [f, value](T x) { return f(x, value); });
+    const C value = *b.data_ptr<T>();
+    cpu::for_each_element<R, T>(out, {a}, [f, value](C x) { return f(x, value); });
   } else if (a.numel() == 1 && b.sizes() == out.sizes()) {
-    const T value = *a.data_ptr<T>();
-    cpu::for_each_element<R, T>(out, {b}, [f, value](T y) { return f(value, y); });
+    const C value = *a.data_ptr<T>();
+    cpu::for_each_element<R, T>(out, {b}, [f, value](C y) { return f(value, y); });
   } else {
     cpu::for_each_element<R, T, T>(out, {a, b}, f);
   }
@@ -58,19 +61,20 @@ void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
 
 template <class T>
 void arithmetic_cpu(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  using C = compute_type<T>;
   switch (op) {
-    case BinaryOp::Add: return binary_loop<T, T>(out, a, b, [](T x, T y) { return x + y; });
-    case BinaryOp::Sub: return binary_loop<T, T>(out, a, b, [](T x, T y) { return x - y; });
-    case BinaryOp::Mul: return binary_loop<T, T>(out, a, b, [](T x, T y) { return x * y; });
-    case BinaryOp::Div: return binary_loop<T, T>(out, a, b, [](T x, T y) { return x / y; });
+    case BinaryOp::Add: return binary_loop<T, T>(out, a, b, [](C x, C y) { return x + y; });
+    case BinaryOp::Sub: return binary_loop<T, T>(out, a, b, [](C x, C y) { return x - y; });
+    case BinaryOp::Mul: return binary_loop<T, T>(out, a, b, [](C x, C y) { return x * y; });
+    case BinaryOp::Div: return binary_loop<T, T>(out, a, b, [](C x, C y) { return x / y; });
     case BinaryOp::Pow:
-      if constexpr (std::is_floating_point_v<T>) {
-        return binary_loop<T, T>(out, a, b, [](T x, T y) { return std::pow(x, y); });
+      if constexpr (is_floating_element<T>) {
+        return binary_loop<T, T>(out, a, b, [](C x, C y) { return std::pow(x, y); });
       }
       break;
     // NaN wins, as in PyTorch: x != x is true only for NaN.
-    case BinaryOp::Maximum: return binary_loop<T, T>(out, a, b, [](T x, T y) { return (x > y || x != x) ? x : y; });
-    case BinaryOp::Minimum: return binary_loop<T, T>(out, a, b, [](T x, T y) { return (x < y || x != x) ? x : y; });
+    case BinaryOp::Maximum: return binary_loop<T, T>(out, a, b, [](C x, C y) { return (x > y || x != x) ? x : y; });
+    case BinaryOp::Minimum: return binary_loop<T, T>(out, a, b, [](C x, C y) { return (x < y || x != x) ? x : y; });
     default: break;
   }
   fail("{}: not defined for {}", binary_op_name(op), a.dtype());
@@ -78,17 +82,18 @@ void arithmetic_cpu(BinaryOp op, const Tensor& out, const Tensor& a, const Tenso
 
 template <class T>
 void predicate_cpu(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  using C = compute_type<T>;
   switch (op) {
-    case BinaryOp::Eq: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return x == y; });
-    case BinaryOp::Ne: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return x != y; });
-    case BinaryOp::Lt: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return x < y; });
-    case BinaryOp::Le: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return x <= y; });
-    case BinaryOp::Gt: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return x > y; });
-    case BinaryOp::Ge: return binary_loop<bool, T>(out, a, b, [](T x, T y) { return x >= y; });
+    case BinaryOp::Eq: return binary_loop<bool, T>(out, a, b, [](C x, C y) { return x == y; });
+    case BinaryOp::Ne: return binary_loop<bool, T>(out, a, b, [](C x, C y) { return x != y; });
+    case BinaryOp::Lt: return binary_loop<bool, T>(out, a, b, [](C x, C y) { return x < y; });
+    case BinaryOp::Le: return binary_loop<bool, T>(out, a, b, [](C x, C y) { return x <= y; });
+    case BinaryOp::Gt: return binary_loop<bool, T>(out, a, b, [](C x, C y) { return x > y; });
+    case BinaryOp::Ge: return binary_loop<bool, T>(out, a, b, [](C x, C y) { return x >= y; });
     case BinaryOp::LogicalAnd:
-      return binary_loop<bool, T>(out, a, b, [](T x, T y) { return x != T(0) && y != T(0); });
+      return binary_loop<bool, T>(out, a, b, [](C x, C y) { return x != C(0) && y != C(0); });
     case BinaryOp::LogicalOr:
-      return binary_loop<bool, T>(out, a, b, [](T x, T y) { return x != T(0) || y != T(0); });
+      return binary_loop<bool, T>(out, a, b, [](C x, C y) { return x != C(0) || y != C(0); });
     default: break;
   }
   fail("{}: not defined for {}", binary_op_name(op), a.dtype());
@@ -96,9 +101,9 @@ void predicate_cpu(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
 
 void binary_cpu(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   if (out.dtype() == kBool) {
-    visit_dtype(a.dtype(), binary_op_name(op), [&]<class T>() { predicate_cpu<T>(op, out, a, b); });
+    visit_any_dtype(a.dtype(), [&]<class T>() { predicate_cpu<T>(op, out, a, b); });
   } else {
-    visit_numeric(a.dtype(), binary_op_name(op), [&]<class T>() { arithmetic_cpu<T>(op, out, a, b); });
+    visit_any_numeric(a.dtype(), binary_op_name(op), [&]<class T>() { arithmetic_cpu<T>(op, out, a, b); });
   }
 }
 EMBER_REGISTER_KERNEL(kernels::binary, DeviceType::CPU, binary_cpu);

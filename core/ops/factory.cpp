@@ -1,6 +1,7 @@
 // Factories: filled, ranged and random tensors, and tensors from C++ values.
 #include "core/ops/factory.h"
 
+#include <bit>
 #include <cmath>
 
 #include "core/cpu/loops.h"
@@ -20,9 +21,28 @@ constinit KernelTable<void(const Tensor& out, int64_t low, int64_t range, Philox
 
 namespace {
 
+// `value` as element type T, rounded once. A 16-bit type is built from a float, and the double
+// rounded to the nearest float first could then sit exactly half-way between two 16-bit
+// values that the double itself was not half-way between. Rounding to float *to odd* (towards
+// zero, then the last bit set if anything was dropped) keeps that information, so the second
+// rounding lands where rounding the double directly would.
+template <class T>
+T from_double(double value) {
+  if constexpr (!std::is_same_v<compute_type<T>, T>) {
+    float nearest = static_cast<float>(value);
+    if (std::isfinite(nearest) && static_cast<double>(nearest) != value && (std::bit_cast<uint32_t>(nearest) & 1u) == 0) {
+      // nearest and its neighbour towards value bracket value; the odd one of the two is wanted.
+      nearest = std::nextafter(nearest, value > nearest ? INFINITY : -INFINITY);
+    }
+    return T(nearest);
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
 void fill_cpu(const Tensor& out, double value) {
   visit_any_dtype(out.dtype(), [&]<class T>() {
-    const T v = static_cast<T>(value);
+    const T v = from_double<T>(value);
     cpu::for_each_element<T>(out, {}, [v]() { return v; });
   });
 }
@@ -33,39 +53,58 @@ void fill_cpu(const Tensor& out, double value) {
 // apart for arange(1, -3, -0.1)); std::fma is the same IEEE operation everywhere, and
 // cuda/factory.cu computes exactly it.
 void arange_cpu(const Tensor& out, double start, double step) {
-  visit_numeric(out.dtype(), "arange", [&]<class T>() {
+  visit_any_numeric(out.dtype(), "arange", [&]<class T>() {
     T* data = out.data_ptr<T>();
     parallel_for(out.numel(), 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) data[i] = static_cast<T>(std::fma(static_cast<double>(i), step, start));
+      for (int64_t i = begin; i < end; ++i) data[i] = from_double<T>(std::fma(static_cast<double>(i), step, start));
     });
   });
 }
 
 // The element-to-word mappings are random.h's uniform_element, normal_element and
-// randint_element, which the CUDA kernels share.
+// randint_element, which the CUDA kernels share. A 16-bit tensor draws what a float32 one
+// does (the same words, so after the same seed it holds the float32 values, rounded) and
+// rounds each value once.
+
+// A uniform [0, 1) float rounded to 16 bits towards zero: to nearest, the values within half
+// a 16-bit step of 1 (1 in 512 of them for bfloat16) would become 1, outside the range.
+template <class T>
+T round_down_unit(float value) {
+  T rounded(value);
+  if (static_cast<float>(rounded) > value) rounded = T::from_bits(static_cast<uint16_t>(rounded.bits - 1));
+  return rounded;
+}
+
 void uniform_cpu(const Tensor& out, PhiloxState state) {
-  visit_floating(out.dtype(), "rand", [&]<class T>() {
+  visit_any_floating(out.dtype(), "rand", [&]<class T>() {
     T* data = out.data_ptr<T>();
     parallel_for(out.numel(), 20, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) data[i] = uniform_element<T>(state, i);
+      for (int64_t i = begin; i < end; ++i) {
+        if constexpr (std::is_same_v<compute_type<T>, T>) data[i] = uniform_element<T>(state, i);
+        else data[i] = round_down_unit<T>(uniform_element<float>(state, i));
+      }
     });
   });
 }
 
 void normal_cpu(const Tensor& out, PhiloxState state) {
-  visit_floating(out.dtype(), "randn", [&]<class T>() {
+  visit_any_floating(out.dtype(), "randn", [&]<class T>() {
+    using C = compute_type<T>;
     T* data = out.data_ptr<T>();
     parallel_for(out.numel(), 40, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) data[i] = normal_element<T>(state, i);
+      for (int64_t i = begin; i < end; ++i) data[i] = T(normal_element<C>(state, i));
     });
   });
 }
 
 void randint_cpu(const Tensor& out, int64_t low, int64_t range, PhiloxState state) {
-  visit_numeric(out.dtype(), "randint", [&]<class T>() {
+  visit_any_numeric(out.dtype(), "randint", [&]<class T>() {
     T* data = out.data_ptr<T>();
     parallel_for(out.numel(), 20, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) data[i] = randint_element<T>(state, i, low, range);
+      for (int64_t i = begin; i < end; ++i) {
+        if constexpr (std::is_same_v<compute_type<T>, T>) data[i] = randint_element<T>(state, i, low, range);
+        else data[i] = from_double<T>(static_cast<double>(randint_element<int64_t>(state, i, low, range)));
+      }
     });
   });
 }

@@ -81,27 +81,45 @@ void index_select_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Ten
 }
 EMBER_REGISTER_KERNEL(kernels::index_select, DeviceType::CPU, index_select_cpu);
 
+// Calls add_into(total) with the tensor that index_add and scatter_add add into: target itself,
+// or for a 16-bit target a float32 copy of it, rounded back into target once at the end. Adding
+// into the 16-bit target directly would round after every term that a repeated index brings.
+template <class T, class AddInto>
+void accumulate_into(const Tensor& target, AddInto add_into) {
+  if constexpr (std::is_same_v<compute_type<T>, T>) {
+    add_into(target);
+  } else {
+    const Tensor total = make_tensor(target.sizes(), kFloat32, target.device());
+    kernels::copy[target.device()](total, target);
+    add_into(total);
+    kernels::copy[target.device()](target, total);
+  }
+}
+
 // Threads split the (outer, inner) columns, never the index, so two equal indices never add
-// into the same element at once.
+// into the same element at once. target is contiguous.
 void index_add_cpu(const Tensor& target, const Tensor& source, int64_t dim, const Tensor& index) {
   const int64_t size = target.sizes()[dim], count = index.numel();
   const int64_t* idx = index.data_ptr<int64_t>();
   const int64_t outer = outer_size(target.sizes(), dim), inner = inner_size(target.sizes(), dim);
-  visit_numeric(target.dtype(), "index_add", [&]<class T>() {
-    const T* from = source.data_ptr<T>();
-    T* to = target.data_ptr<T>();
-    parallel_for(outer * inner, count, [&](int64_t begin, int64_t end) {
-      for (int64_t flat = begin; flat < end;) {
-        const int64_t o = flat / inner, i0 = flat % inner;
-        const int64_t i1 = std::min(inner, i0 + (end - flat));
-        for (int64_t j = 0; j < count; ++j) {
-          T* to_row = to + (o * size + idx[j]) * inner;
-          const T* from_row = from + (o * count + j) * inner;
+  visit_any_numeric(target.dtype(), "index_add", [&]<class T>() {
+    using Total = compute_type<T>;
+    accumulate_into<T>(target, [&](const Tensor& total) {
+      const T* from = source.data_ptr<T>();
+      Total* to = total.data_ptr<Total>();
+      parallel_for(outer * inner, count, [&](int64_t begin, int64_t end) {
+        for (int64_t flat = begin; flat < end;) {
+          const int64_t o = flat / inner, i0 = flat % inner;
+          const int64_t i1 = std::min(inner, i0 + (end - flat));
+          for (int64_t j = 0; j < count; ++j) {
+            Total* to_row = to + (o * size + idx[j]) * inner;
+            const T* from_row = from + (o * count + j) * inner;
 #pragma omp simd
-          for (int64_t i = i0; i < i1; ++i) to_row[i] += from_row[i];
+            for (int64_t i = i0; i < i1; ++i) to_row[i] += from_row[i];
+          }
+          flat += i1 - i0;
         }
-        flat += i1 - i0;
-      }
+      });
     });
   });
 }
@@ -138,23 +156,26 @@ void scatter_add_cpu(const Tensor& target, const Tensor& source, int64_t dim, co
   const Shape& shape = index.sizes();
   const int64_t rank = index.dim();
   const int64_t outer = outer_size(shape, dim), count = shape[dim], inner = inner_size(shape, dim);
-  const std::vector<int64_t> outer_offsets = position_offsets(shape, target.strides(), 0, dim);
-  const std::vector<int64_t> inner_offsets = position_offsets(shape, target.strides(), dim + 1, rank);
-  const int64_t step = target.strides()[dim];
-  visit_numeric(target.dtype(), "scatter_add", [&]<class T>() {
-    const T* from = source.data_ptr<T>();
-    T* to = target.data_ptr<T>();
-    parallel_for(outer * inner, count, [&](int64_t begin, int64_t end) {
-      for (int64_t flat = begin; flat < end;) {
-        const int64_t o = flat / inner, i0 = flat % inner;
-        const int64_t i1 = std::min(inner, i0 + (end - flat));
-        T* base = to + outer_offsets[o];
-        for (int64_t j = 0; j < count; ++j) {
-          const int64_t row = (o * count + j) * inner;
-          for (int64_t i = i0; i < i1; ++i) base[idx[row + i] * step + inner_offsets[i]] += from[row + i];
+  visit_any_numeric(target.dtype(), "scatter_add", [&]<class T>() {
+    using Total = compute_type<T>;
+    accumulate_into<T>(target, [&](const Tensor& total) {
+      const std::vector<int64_t> outer_offsets = position_offsets(shape, total.strides(), 0, dim);
+      const std::vector<int64_t> inner_offsets = position_offsets(shape, total.strides(), dim + 1, rank);
+      const int64_t step = total.strides()[dim];
+      const T* from = source.data_ptr<T>();
+      Total* to = total.data_ptr<Total>();
+      parallel_for(outer * inner, count, [&](int64_t begin, int64_t end) {
+        for (int64_t flat = begin; flat < end;) {
+          const int64_t o = flat / inner, i0 = flat % inner;
+          const int64_t i1 = std::min(inner, i0 + (end - flat));
+          Total* base = to + outer_offsets[o];
+          for (int64_t j = 0; j < count; ++j) {
+            const int64_t row = (o * count + j) * inner;
+            for (int64_t i = i0; i < i1; ++i) base[idx[row + i] * step + inner_offsets[i]] += from[row + i];
+          }
+          flat += i1 - i0;
         }
-        flat += i1 - i0;
-      }
+      });
     });
   });
 }

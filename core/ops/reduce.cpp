@@ -43,9 +43,10 @@ namespace {
 // columns at once and the loop over the block is the unit-stride, vectorised one.
 
 // Float32 sums accumulate in double, so long rows and columns keep their precision: a float32
-// running total of n terms drifts by up to about n * 2^-24 of it.
+// running total of n terms drifts by up to about n * 2^-24 of it. The 16-bit formats compute in
+// float and accumulate in double as float32 does, so their one rounding is that of the result.
 template <class T>
-using Accumulator = std::conditional_t<std::is_same_v<T, float>, double, T>;
+using Accumulator = std::conditional_t<std::is_same_v<compute_type<T>, float>, double, T>;
 
 // Kernels that need scratch per column work on tiles of this many columns.
 constexpr int64_t kColumnTile = 64;
@@ -75,38 +76,44 @@ void parallel_over_rows(const cpu::ReductionLayout& layout, Body&& body) {
   });
 }
 
-template <class T>
-bool is_nan(T value) {
-  if constexpr (std::is_floating_point_v<T>) return value != value;
+// Comparisons below take compute_type values: a 16-bit element is compared as the float it
+// converts to exactly.
+template <class C>
+bool is_nan(C value) {
+  if constexpr (std::is_floating_point_v<C>) return value != value;
   else return false;
 }
 
-template <Extremum which, class T>
-bool beats(T candidate, T best) {
+template <Extremum which, class C>
+bool beats(C candidate, C best) {
   if constexpr (which == Extremum::Max) return candidate > best;
   else return candidate < best;
 }
 
-// The largest (smallest) element of a contiguous row of n >= 1 elements, NaN if it holds one.
+// The largest (smallest) element of a contiguous row of n >= 1 elements, NaN if it holds one,
+// as a compute_type value (exactly an element of the row, or NaN).
 template <Extremum which, class T>
-T row_extremum(const T* row, int64_t n) {
-  T best = row[0];
+compute_type<T> row_extremum(const T* row, int64_t n) {
+  using C = compute_type<T>;
+  C best = row[0];
   int nan_seen = 0;
   if constexpr (which == Extremum::Max) {
 #pragma omp simd reduction(max : best) reduction(| : nan_seen)
     for (int64_t r = 0; r < n; ++r) {
-      best = row[r] > best ? row[r] : best;
-      nan_seen |= is_nan(row[r]);
+      const C v = row[r];
+      best = v > best ? v : best;
+      nan_seen |= is_nan(v);
     }
   } else {
 #pragma omp simd reduction(min : best) reduction(| : nan_seen)
     for (int64_t r = 0; r < n; ++r) {
-      best = row[r] < best ? row[r] : best;
-      nan_seen |= is_nan(row[r]);
+      const C v = row[r];
+      best = v < best ? v : best;
+      nan_seen |= is_nan(v);
     }
   }
-  if constexpr (std::is_floating_point_v<T>) {
-    if (nan_seen) return std::numeric_limits<T>::quiet_NaN();
+  if constexpr (std::is_floating_point_v<C>) {
+    if (nan_seen) return std::numeric_limits<C>::quiet_NaN();
   }
   return best;
 }
@@ -114,10 +121,11 @@ T row_extremum(const T* row, int64_t n) {
 // Folds row r into running extrema of a column block; once a column holds NaN it keeps it.
 template <Extremum which, class T>
 void fold_extremum(T* best, const T* row, int64_t count) {
+  using C = compute_type<T>;
 #pragma omp simd
   for (int64_t k = 0; k < count; ++k) {
-    const T v = row[k];
-    best[k] = (beats<which>(v, best[k]) || is_nan(v)) ? v : best[k];
+    const C v = row[k];
+    best[k] = (beats<which, C>(v, best[k]) || is_nan(v)) ? row[k] : best[k];
   }
 }
 
@@ -131,7 +139,7 @@ void visit_extremum(Extremum which, Fn&& fn) {
 // out[o, i] = sum over r of x[o, r, i].
 void sum_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
-  visit_numeric(x.dtype(), "sum", [&]<class T>() {
+  visit_any_numeric(x.dtype(), "sum", [&]<class T>() {
     const T* in = layout.source.data_ptr<T>();
     T* result = out.data_ptr<T>();
     const int64_t reduce = layout.reduce, inner = layout.inner;
@@ -164,7 +172,7 @@ EMBER_REGISTER_KERNEL(kernels::sum, DeviceType::CPU, sum_cpu);
 // squared sum cancels catastrophically when the mean is large against the spread.
 void variance_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& mask, int64_t correction) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
-  visit_floating(x.dtype(), "var", [&]<class T>() {
+  visit_any_floating(x.dtype(), "var", [&]<class T>() {
     using Acc = Accumulator<T>;
     const T* in = layout.source.data_ptr<T>();
     T* result = out.data_ptr<T>();
@@ -214,9 +222,9 @@ EMBER_REGISTER_KERNEL(kernels::variance, DeviceType::CPU, variance_cpu);
 
 // The shift subtracted before exponentiating: the max, except when it is infinite. A row of
 // -inf then gives log(0) = -inf and a row holding +inf gives +inf, instead of inf - inf = NaN.
-template <class T>
-T logsumexp_shift(T max) {
-  return std::isinf(max) ? T(0) : max;
+template <class C>
+C logsumexp_shift(C max) {
+  return std::isinf(max) ? C(0) : max;
 }
 
 // e^x, vectorisable for float32 (libm's scalar exp would stop the vectoriser); float64 keeps
@@ -229,44 +237,47 @@ inline T exp_of(T x) {
 
 void logsumexp_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
-  visit_floating(x.dtype(), "logsumexp", [&]<class T>() {
+  visit_any_floating(x.dtype(), "logsumexp", [&]<class T>() {
     // Float32 terms are added in double, as the sum kernel does: each term is in [0, 1] after
     // the shift, but a float32 total of millions of them drifts by about n * 2^-24 relative
     // (5M randn: 7.6e-4 in the result, hence in every gradient element exp(x - result)), and
     // a double total stays within the float32 rounding of the result. exp_of stays float32,
     // so the loop still vectorises (its one conversion per term is cheap next to the exp).
+    // 16-bit elements compute as float32 ones (C is float), rounding once on store.
+    using C = compute_type<T>;
     using Acc = Accumulator<T>;
     const T* in = layout.source.data_ptr<T>();
     T* result = out.data_ptr<T>();
     const int64_t reduce = layout.reduce, inner = layout.inner;
     if (reduce == 0) {  // the sum of no exponentials is 0
       parallel_for(layout.outer * inner, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) result[i] = -std::numeric_limits<T>::infinity();
+        for (int64_t i = begin; i < end; ++i) result[i] = T(-std::numeric_limits<C>::infinity());
       });
       return;
     }
     if (inner == 1) {
       parallel_over_rows<T>(layout, [&](int64_t o, const T* row) {
-        const T shift = logsumexp_shift(row_extremum<Extremum::Max>(row, reduce));
+        const C shift = logsumexp_shift(row_extremum<Extremum::Max>(row, reduce));
         Acc total = 0;
 #pragma omp simd reduction(+ : total)
-        for (int64_t r = 0; r < reduce; ++r) total += static_cast<Acc>(exp_of(row[r] - shift));
+        for (int64_t r = 0; r < reduce; ++r) total += static_cast<Acc>(exp_of(C(row[r]) - shift));
         result[o] = static_cast<T>(static_cast<Acc>(shift) + std::log(total));
       });
       return;
     }
     parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
       const int64_t width = i1 - i0;
-      T shift[kColumnTile];
+      T column_max[kColumnTile];
+      C shift[kColumnTile];
       Acc total[kColumnTile] = {};
       const T* base = in + o * reduce * inner + i0;
-      std::copy(base, base + width, shift);
-      for (int64_t r = 1; r < reduce; ++r) fold_extremum<Extremum::Max>(shift, base + r * inner, width);
-      for (int64_t k = 0; k < width; ++k) shift[k] = logsumexp_shift(shift[k]);
+      std::copy(base, base + width, column_max);
+      for (int64_t r = 1; r < reduce; ++r) fold_extremum<Extremum::Max>(column_max, base + r * inner, width);
+      for (int64_t k = 0; k < width; ++k) shift[k] = logsumexp_shift(C(column_max[k]));
       for (int64_t r = 0; r < reduce; ++r) {
         const T* row = base + r * inner;
 #pragma omp simd
-        for (int64_t k = 0; k < width; ++k) total[k] += static_cast<Acc>(exp_of(row[k] - shift[k]));
+        for (int64_t k = 0; k < width; ++k) total[k] += static_cast<Acc>(exp_of(C(row[k]) - shift[k]));
       }
       for (int64_t k = 0; k < width; ++k) {
         result[o * inner + i0 + k] = static_cast<T>(static_cast<Acc>(shift[k]) + std::log(total[k]));
@@ -278,13 +289,13 @@ EMBER_REGISTER_KERNEL(kernels::logsumexp, DeviceType::CPU, logsumexp_cpu);
 
 void extremum_cpu(Extremum which_value, const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
-  visit_numeric(x.dtype(), which_value == Extremum::Max ? "amax" : "amin", [&]<class T>() {
+  visit_any_numeric(x.dtype(), which_value == Extremum::Max ? "amax" : "amin", [&]<class T>() {
     visit_extremum(which_value, [&]<Extremum which>() {
       const T* in = layout.source.data_ptr<T>();
       T* result = out.data_ptr<T>();
       const int64_t reduce = layout.reduce, inner = layout.inner;
       if (inner == 1) {
-        parallel_over_rows<T>(layout, [&](int64_t o, const T* row) { result[o] = row_extremum<which>(row, reduce); });
+        parallel_over_rows<T>(layout, [&](int64_t o, const T* row) { result[o] = T(row_extremum<which>(row, reduce)); });
         return;
       }
       parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
@@ -301,7 +312,8 @@ EMBER_REGISTER_KERNEL(kernels::extremum, DeviceType::CPU, extremum_cpu);
 void extremum_index_cpu(Extremum which_value, const Tensor& values, const Tensor& indices, const Tensor& x,
                         const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
-  visit_numeric(x.dtype(), which_value == Extremum::Max ? "argmax" : "argmin", [&]<class T>() {
+  visit_any_numeric(x.dtype(), which_value == Extremum::Max ? "argmax" : "argmin", [&]<class T>() {
+    using C = compute_type<T>;
     visit_extremum(which_value, [&]<Extremum which>() {
       const T* in = layout.source.data_ptr<T>();
       T* value_out = values.defined() ? values.data_ptr<T>() : nullptr;
@@ -310,12 +322,12 @@ void extremum_index_cpu(Extremum which_value, const Tensor& values, const Tensor
       if (inner == 1) {
         // The extremum first (vectorised), then a scan for its first occurrence.
         parallel_over_rows<T>(layout, [&](int64_t o, const T* row) {
-          const T best = row_extremum<which>(row, reduce);
+          const C best = row_extremum<which>(row, reduce);
           int64_t index = 0;
           if (is_nan(best)) {
-            while (!is_nan(row[index])) ++index;
+            while (!is_nan(C(row[index]))) ++index;
           } else {
-            while (row[index] != best) ++index;
+            while (C(row[index]) != best) ++index;
           }
           index_out[o] = index;
           if (value_out) value_out[o] = row[index];
@@ -324,7 +336,7 @@ void extremum_index_cpu(Extremum which_value, const Tensor& values, const Tensor
       }
       parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
         const int64_t width = i1 - i0;
-        T best[kColumnTile];
+        C best[kColumnTile];
         int64_t position[kColumnTile] = {};
         const T* base = in + o * reduce * inner + i0;
         std::copy(base, base + width, best);
@@ -333,13 +345,16 @@ void extremum_index_cpu(Extremum which_value, const Tensor& values, const Tensor
 #pragma omp simd
           for (int64_t k = 0; k < width; ++k) {
             // Strictly better keeps the first of ties; a NaN replaces only a number.
-            const bool take = beats<which>(row[k], best[k]) || (is_nan(row[k]) && !is_nan(best[k]));
-            best[k] = take ? row[k] : best[k];
+            const C v = row[k];
+            const bool take = beats<which>(v, best[k]) || (is_nan(v) && !is_nan(best[k]));
+            best[k] = take ? v : best[k];
             position[k] = take ? r : position[k];
           }
         }
         std::copy(position, position + width, index_out + o * inner + i0);
-        if (value_out) std::copy(best, best + width, value_out + o * inner + i0);
+        if (value_out) {
+          for (int64_t k = 0; k < width; ++k) value_out[o * inner + i0 + k] = T(best[k]);
+        }
       });
     });
   });
@@ -372,6 +387,16 @@ Tensor keepdim_form(const Tensor& reduced, const Shape& input_shape, const std::
 // The gradient of a reduction, broadcast back over the reduced dims.
 Tensor expand_reduced(const Tensor& grad, const Shape& input_shape, const std::vector<bool>& mask) {
   return expand(keepdim_form(grad, input_shape, mask), input_shape);
+}
+
+// The most negative finite value of a floating dtype.
+double lowest_finite(DType dtype) {
+  switch (dtype) {
+    case DType::Float64: return std::numeric_limits<double>::lowest();
+    case DType::BFloat16: return -0x1.fep127;  // float32's exponent range, 8 significant bits
+    case DType::Float16: return -65504.0;
+    default: return std::numeric_limits<float>::lowest();
+  }
 }
 
 // max, min and their relatives have no value for an empty group.
@@ -469,7 +494,12 @@ Tensor sum(const Tensor& x) { return sum(x, {}, false); }
 Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
   check_defined_floating(x, "mean");
   const std::vector<bool> mask = reduction_mask(dims, x.dim(), "mean");
-  return div(sum(x, dims, keepdim), static_cast<double>(reduced_count(x, mask)));
+  const auto count = static_cast<double>(reduced_count(x, mask));
+  // A 16-bit mean is taken in float32 and rounded once: its sum rounded to 16 bits would be
+  // divided by a count rounded to 16 bits, and a float16 sum overflows past 65504 (the mean of
+  // 100,000 ones would be inf / inf). The float32 copy is transient; gradients flow through to().
+  if (is_16_bit_floating_point(x.dtype())) return div(sum(x.to(kFloat32), dims, keepdim), count).to(x.dtype());
+  return div(sum(x, dims, keepdim), count);
 }
 
 Tensor mean(const Tensor& x) { return mean(x, {}, false); }
@@ -522,8 +552,7 @@ Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
         const Tensor& input = sx.get();
         // d/dx = exp(x - out), a softmax. Raising a -inf result to the lowest finite value
         // makes an all -inf group give exp(-inf) = 0 instead of exp(-inf + inf) = NaN.
-        const double lowest = input.dtype() == kFloat32 ? std::numeric_limits<float>::lowest()
-                                                        : std::numeric_limits<double>::lowest();
+        const double lowest = lowest_finite(input.dtype());
         const Tensor result = clamp(keepdim_form(so.get(), input.sizes(), mask), lowest, std::nullopt);
         return autograd::grads(mul(keepdim_form(grad, input.sizes(), mask), exp(sub(input, result))));
       });

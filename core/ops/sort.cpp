@@ -23,9 +23,10 @@ namespace {
 
 // Whether a comes strictly before b. NaN sorts as the largest value, so the order stays a strict
 // weak ordering (NaNs are equivalent to each other) and std::sort never sees an inconsistent one.
-template <class T>
-bool sorts_before(T a, T b, bool descending) {
-  if constexpr (std::is_floating_point_v<T>) {
+// 16-bit values compare as the floats they convert to exactly (C is compute_type).
+template <class C>
+bool sorts_before(C a, C b, bool descending) {
+  if constexpr (std::is_floating_point_v<C>) {
     const bool a_nan = std::isnan(a), b_nan = std::isnan(b);
     if (a_nan || b_nan) return descending ? (a_nan && !b_nan) : (b_nan && !a_nan);
   }
@@ -36,7 +37,8 @@ void sort_cpu(const Tensor& values, const Tensor& indices, const Tensor& x, bool
   if (values.numel() == 0) return;
   const int64_t length = x.sizes().back(), k = values.sizes().back();
   const int64_t rows = x.numel() / length;
-  visit_dtype(x.dtype(), "sort", [&]<class T>() {
+  visit_any_dtype(x.dtype(), [&]<class T>() {
+    using C = compute_type<T>;
     const T* source = x.data_ptr<T>();
     T* sorted_values = values.data_ptr<T>();
     int64_t* sorted_indices = indices.data_ptr<int64_t>();
@@ -48,12 +50,12 @@ void sort_cpu(const Tensor& values, const Tensor& indices, const Tensor& x, bool
         std::iota(order.begin(), order.end(), int64_t{0});
         if (k == length) {
           std::stable_sort(order.begin(), order.end(),
-                           [v, descending](int64_t i, int64_t j) { return sorts_before(v[i], v[j], descending); });
+                           [v, descending](int64_t i, int64_t j) { return sorts_before<C>(v[i], v[j], descending); });
         } else {
           // Breaking ties by position gives exactly the first k of the stable sort.
           std::partial_sort(order.begin(), order.begin() + k, order.end(), [v, descending](int64_t i, int64_t j) {
-            if (sorts_before(v[i], v[j], descending)) return true;
-            if (sorts_before(v[j], v[i], descending)) return false;
+            if (sorts_before<C>(v[i], v[j], descending)) return true;
+            if (sorts_before<C>(v[j], v[i], descending)) return false;
             return i < j;
           });
         }

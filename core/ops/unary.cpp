@@ -48,56 +48,60 @@ constexpr double kSqrt2OverPi = 0.7978845608028654;   // sqrt(2 / pi)
 constexpr double kInvSqrt2 = 0.7071067811865476;      // 1 / sqrt(2)
 constexpr double kInvSqrt2Pi = 0.3989422804014327;    // 1 / sqrt(2 pi)
 
+// Each lambda takes and returns compute_type<T> (C): a 16-bit element is widened to float as it
+// is read and its result rounds once, as it is stored; float32 and float64 compute as before.
 template <class T>
 void math_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
   using cpu::for_each_element;
+  using C = compute_type<T>;
   switch (op) {
-    case UnaryOp::Neg: return for_each_element<T, T>(out, {x}, [](T v) { return -v; });
-    case UnaryOp::Abs: return for_each_element<T, T>(out, {x}, [](T v) { return v < 0 ? -v : v; });
-    case UnaryOp::Relu: return for_each_element<T, T>(out, {x}, [](T v) { return v > 0 ? v : T(0); });
-    case UnaryOp::Sign: return for_each_element<T, T>(out, {x}, [](T v) { return T((v > 0) - (v < 0)); });
+    case UnaryOp::Neg: return for_each_element<T, T>(out, {x}, [](C v) { return -v; });
+    case UnaryOp::Abs: return for_each_element<T, T>(out, {x}, [](C v) { return v < 0 ? -v : v; });
+    case UnaryOp::Relu: return for_each_element<T, T>(out, {x}, [](C v) { return v > 0 ? v : C(0); });
+    case UnaryOp::Sign: return for_each_element<T, T>(out, {x}, [](C v) { return C((v > 0) - (v < 0)); });
     default: break;
   }
-  if constexpr (std::is_same_v<T, float>) {
-    // float32 exp, erf, gelu, tanh and sigmoid from cpu/vector_math.h: libm calls would keep these loops
-    // scalar. float64 stays on std:: functions below, so gradcheck sees exact values. The
-    // bodies are forced inline: for_each_element instantiates its loop twice (flat and
-    // strided), and GCC then leaves a body this large as a call, which stops vectorisation.
+  if constexpr (std::is_same_v<C, float>) {
+    // float32 exp, erf, gelu, tanh and sigmoid from cpu/vector_math.h (for float32 and the
+    // 16-bit formats, which compute in float): libm calls would keep these loops scalar.
+    // float64 stays on std:: functions below, so gradcheck sees exact values. The bodies are
+    // forced inline: for_each_element instantiates its loop twice (flat and strided), and GCC
+    // then leaves a body this large as a call, which stops vectorisation.
     using namespace cpu;
     switch (op) {
       case UnaryOp::Exp:
-        return for_each_element<T, T>(out, {x}, [](T v) __attribute__((always_inline)) { return exp_f32(v); });
+        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) { return exp_f32(v); });
       case UnaryOp::Tanh:
-        return for_each_element<T, T>(out, {x}, [](T v) __attribute__((always_inline)) { return tanh_f32(v); });
+        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) { return tanh_f32(v); });
       case UnaryOp::Sigmoid:
-        return for_each_element<T, T>(out, {x}, [](T v) __attribute__((always_inline)) { return sigmoid_f32(v); });
+        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) { return sigmoid_f32(v); });
       case UnaryOp::Erf:
-        return for_each_element<T, T>(out, {x}, [](T v) __attribute__((always_inline)) { return erf_f32(v); });
+        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) { return erf_f32(v); });
       case UnaryOp::Gelu:
-        return for_each_element<T, T>(out, {x}, [](T v) __attribute__((always_inline)) { return gelu_f32(v); });
+        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) { return gelu_f32(v); });
       case UnaryOp::GeluTanh:
-        return for_each_element<T, T>(out, {x}, [](T v) __attribute__((always_inline)) {
+        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) {
           return 0.5f * v * (1.0f + tanh_f32(float(kSqrt2OverPi) * (v + 0.044715f * v * v * v)));
         });
       default: break;
     }
   }
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_floating_element<T>) {
     switch (op) {
-      case UnaryOp::Exp: return for_each_element<T, T>(out, {x}, [](T v) { return std::exp(v); });
-      case UnaryOp::Log: return for_each_element<T, T>(out, {x}, [](T v) { return std::log(v); });
-      case UnaryOp::Sqrt: return for_each_element<T, T>(out, {x}, [](T v) { return std::sqrt(v); });
-      case UnaryOp::Rsqrt: return for_each_element<T, T>(out, {x}, [](T v) { return T(1) / std::sqrt(v); });
-      case UnaryOp::Sin: return for_each_element<T, T>(out, {x}, [](T v) { return std::sin(v); });
-      case UnaryOp::Cos: return for_each_element<T, T>(out, {x}, [](T v) { return std::cos(v); });
-      case UnaryOp::Tanh: return for_each_element<T, T>(out, {x}, [](T v) { return std::tanh(v); });
-      case UnaryOp::Sigmoid: return for_each_element<T, T>(out, {x}, [](T v) { return T(1) / (T(1) + std::exp(-v)); });
-      case UnaryOp::Erf: return for_each_element<T, T>(out, {x}, [](T v) { return std::erf(v); });
+      case UnaryOp::Exp: return for_each_element<T, T>(out, {x}, [](C v) { return std::exp(v); });
+      case UnaryOp::Log: return for_each_element<T, T>(out, {x}, [](C v) { return std::log(v); });
+      case UnaryOp::Sqrt: return for_each_element<T, T>(out, {x}, [](C v) { return std::sqrt(v); });
+      case UnaryOp::Rsqrt: return for_each_element<T, T>(out, {x}, [](C v) { return C(1) / std::sqrt(v); });
+      case UnaryOp::Sin: return for_each_element<T, T>(out, {x}, [](C v) { return std::sin(v); });
+      case UnaryOp::Cos: return for_each_element<T, T>(out, {x}, [](C v) { return std::cos(v); });
+      case UnaryOp::Tanh: return for_each_element<T, T>(out, {x}, [](C v) { return std::tanh(v); });
+      case UnaryOp::Sigmoid: return for_each_element<T, T>(out, {x}, [](C v) { return C(1) / (C(1) + std::exp(-v)); });
+      case UnaryOp::Erf: return for_each_element<T, T>(out, {x}, [](C v) { return std::erf(v); });
       case UnaryOp::Gelu:
-        return for_each_element<T, T>(out, {x}, [](T v) { return T(0.5) * v * (T(1) + std::erf(v * T(kInvSqrt2))); });
+        return for_each_element<T, T>(out, {x}, [](C v) { return C(0.5) * v * (C(1) + std::erf(v * C(kInvSqrt2))); });
       case UnaryOp::GeluTanh:
-        return for_each_element<T, T>(out, {x}, [](T v) {
-          return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(0.044715) * v * v * v)));
+        return for_each_element<T, T>(out, {x}, [](C v) {
+          return C(0.5) * v * (C(1) + std::tanh(C(kSqrt2OverPi) * (v + C(0.044715) * v * v * v)));
         });
       default: break;
     }
@@ -107,10 +111,11 @@ void math_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
 
 void unary_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
   if (op == UnaryOp::IsFinite || op == UnaryOp::IsNan) {
-    visit_dtype(x.dtype(), unary_op_name(op), [&]<class T>() {
-      if constexpr (std::is_floating_point_v<T>) {
-        if (op == UnaryOp::IsFinite) cpu::for_each_element<bool, T>(out, {x}, [](T v) { return std::isfinite(v); });
-        else cpu::for_each_element<bool, T>(out, {x}, [](T v) { return std::isnan(v); });
+    visit_any_dtype(x.dtype(), [&]<class T>() {
+      using C = compute_type<T>;
+      if constexpr (is_floating_element<T>) {
+        if (op == UnaryOp::IsFinite) cpu::for_each_element<bool, T>(out, {x}, [](C v) { return std::isfinite(v); });
+        else cpu::for_each_element<bool, T>(out, {x}, [](C v) { return std::isnan(v); });
       } else {
         const bool value = op == UnaryOp::IsFinite;
         cpu::for_each_element<bool>(out, {}, [value]() { return value; });
@@ -118,57 +123,63 @@ void unary_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
     });
     return;
   }
-  visit_numeric(x.dtype(), unary_op_name(op), [&]<class T>() { math_cpu<T>(op, out, x); });
+  visit_any_numeric(x.dtype(), unary_op_name(op), [&]<class T>() { math_cpu<T>(op, out, x); });
 }
 EMBER_REGISTER_KERNEL(kernels::unary, DeviceType::CPU, unary_cpu);
 
 void clamp_cpu(const Tensor& out, const Tensor& x, std::optional<double> min, std::optional<double> max) {
-  visit_numeric(x.dtype(), "clamp", [&]<class T>() {
-    const T lo = min ? static_cast<T>(*min) : std::numeric_limits<T>::lowest();
-    const T hi = max ? static_cast<T>(*max) : std::numeric_limits<T>::max();
-    cpu::for_each_element<T, T>(out, {x}, [lo, hi](T v) { return v < lo ? lo : (v > hi ? hi : v); });
+  visit_any_numeric(x.dtype(), "clamp", [&]<class T>() {
+    // A 16-bit tensor is compared with the bounds in float: a bound between two 16-bit values
+    // gives the same result as its rounded value would, and an absent one (float's lowest or
+    // largest) rounds to infinity on store only where x already is infinite.
+    using C = compute_type<T>;
+    const C lo = min ? static_cast<C>(*min) : std::numeric_limits<C>::lowest();
+    const C hi = max ? static_cast<C>(*max) : std::numeric_limits<C>::max();
+    cpu::for_each_element<T, T>(out, {x}, [lo, hi](C v) { return v < lo ? lo : (v > hi ? hi : v); });
   });
 }
 EMBER_REGISTER_KERNEL(kernels::clamp, DeviceType::CPU, clamp_cpu);
 
 // grad * f'(x) for the activations, one pass. The derivatives are those of derivative() below;
 // float32 GELU uses the vectorisable erf and exp of cpu/vector_math.h.
+// A 16-bit gradient computes in float (C) and rounds once, on store.
 template <class T>
 void activation_backward_typed(UnaryOp op, const Tensor& grad_x, const Tensor& grad, const Tensor& x) {
   using cpu::for_each_element;
+  using C = compute_type<T>;
   switch (op) {
     case UnaryOp::Relu:
-      return for_each_element<T, T, T>(grad_x, {grad, x}, [](T g, T v) { return v > 0 ? g : T(0); });
+      return for_each_element<T, T, T>(grad_x, {grad, x}, [](C g, C v) { return v > 0 ? g : C(0); });
     case UnaryOp::Gelu:
       // d/dx x Phi(x) = Phi(x) + x phi(x)
-      if constexpr (std::is_same_v<T, float>) {
-        return for_each_element<T, T, T>(grad_x, {grad, x}, [](T g, T v) __attribute__((always_inline)) {
+      if constexpr (std::is_same_v<C, float>) {
+        return for_each_element<T, T, T>(grad_x, {grad, x}, [](C g, C v) __attribute__((always_inline)) {
           return g * cpu::gelu_derivative_f32(v);
         });
       } else {
-        return for_each_element<T, T, T>(grad_x, {grad, x}, [](T g, T v) {
-          const T cdf = T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2)));
-          const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+        return for_each_element<T, T, T>(grad_x, {grad, x}, [](C g, C v) {
+          const C cdf = C(0.5) * (C(1) + std::erf(v * C(kInvSqrt2)));
+          const C pdf = C(kInvSqrt2Pi) * std::exp(C(-0.5) * v * v);
           return g * (cdf + v * pdf);
         });
       }
     case UnaryOp::GeluTanh:
       // y = 0.5 x (1 + t), t = tanh(u), u = c (x + 0.044715 x^3):
       // dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)
-      return for_each_element<T, T, T>(grad_x, {grad, x}, [](T g, T v) {
-        const T c = T(kSqrt2OverPi), x2 = v * v;
-        T t;
-        if constexpr (std::is_same_v<T, float>) t = cpu::tanh_f32(c * (v + T(0.044715) * x2 * v));
-        else t = std::tanh(c * (v + T(0.044715) * x2 * v));
-        return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3 * 0.044715) * x2));
+      return for_each_element<T, T, T>(grad_x, {grad, x}, [](C g, C v) {
+        const C c = C(kSqrt2OverPi), x2 = v * v;
+        C t;
+        if constexpr (std::is_same_v<C, float>) t = cpu::tanh_f32(c * (v + C(0.044715) * x2 * v));
+        else t = std::tanh(c * (v + C(0.044715) * x2 * v));
+        return g * (C(0.5) * (C(1) + t) + C(0.5) * v * (C(1) - t * t) * c * (C(1) + C(3 * 0.044715) * x2));
       });
     default: fail("{}: has no fused backward", unary_op_name(op));
   }
 }
 
 void activation_backward_cpu(UnaryOp op, const Tensor& grad_x, const Tensor& grad, const Tensor& x) {
-  visit_floating(x.dtype(), unary_op_name(op),
-                 [&]<class T>() { activation_backward_typed<T>(op, grad_x, grad, x); });
+  visit_any_floating(x.dtype(), unary_op_name(op),
+                     [&]<class T>() { activation_backward_typed<T>(op, grad_x, grad, x); });
 }
 EMBER_REGISTER_KERNEL(kernels::activation_backward, DeviceType::CPU, activation_backward_cpu);
 
