@@ -438,6 +438,16 @@ Tensor variance_forward(const Tensor& x, const std::vector<bool>& mask, int64_t 
   return out;
 }
 
+// The standard deviation without recording, rounded once: a 16-bit variance would be rounded
+// before its square root, so a 16-bit input's is taken in float32 (a transient copy).
+Tensor std_forward(const Tensor& x, const std::vector<bool>& mask, int64_t correction, bool keepdim) {
+  if (is_16_bit_floating_point(x.dtype())) {
+    NoGradGuard no_grad;
+    return std_forward(x.to(kFloat32), mask, correction, keepdim).to(x.dtype());
+  }
+  return unary_forward(UnaryOp::Sqrt, variance_forward(x, mask, correction, keepdim, "std"));
+}
+
 // amax/amin and the all-element max/min; `op` names the public op in errors.
 Tensor extremum_values(Extremum which, const Tensor& x, const Shape& dims, bool keepdim, const char* op) {
   check_defined_numeric(x, op);
@@ -520,7 +530,7 @@ Tensor std(const Tensor& x, const Shape& dims, bool unbiased, bool keepdim) {
   check_defined_floating(x, "std");
   const std::vector<bool> mask = reduction_mask(dims, x.dim(), "std");
   const int64_t correction = unbiased ? 1 : 0;
-  Tensor out = unary_forward(UnaryOp::Sqrt, variance_forward(x, mask, correction, keepdim, "std"));
+  Tensor out = std_forward(x, mask, correction, keepdim);
   return autograd::record(
       "std", out, {x}, [sx = autograd::save(x), so = autograd::save(out), mask, correction](const Tensor& grad) {
         // d std = d var / (2 std). Where std is 0 every deviation is 0 too, so the gradient is
