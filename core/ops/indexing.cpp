@@ -81,45 +81,54 @@ void index_select_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Ten
 }
 EMBER_REGISTER_KERNEL(kernels::index_select, DeviceType::CPU, index_select_cpu);
 
-// Calls add_into(total) with the tensor that index_add and scatter_add add into: target itself,
-// or for a 16-bit target a float32 copy of it, rounded back into target once at the end. Adding
+// Calls add_into.template operator()<T, Total>(total) with T target's element type and total
+// the tensor that index_add and scatter_add add into: target itself (Total = T), or for a 16-bit
+// target a float32 copy of it (Total = float), rounded back into target once at the end. Adding
 // into the 16-bit target directly would round after every term that a repeated index brings.
-template <class T, class AddInto>
-void accumulate_into(const Tensor& target, AddInto add_into) {
-  if constexpr (std::is_same_v<compute_type<T>, T>) {
-    add_into(target);
-  } else {
-    const Tensor total = make_tensor(target.sizes(), kFloat32, target.device());
-    kernels::copy[target.device()](total, target);
-    add_into(total);
-    kernels::copy[target.device()](target, total);
-  }
+template <class AddInto>
+void accumulate_into(const Tensor& target, const char* op, AddInto add_into) {
+  visit_any_numeric(target.dtype(), op, [&]<class T>() {
+    if constexpr (std::is_same_v<compute_type<T>, T>) {
+      add_into.template operator()<T, T>(target);
+    } else {
+      const Tensor total = make_tensor(target.sizes(), kFloat32, target.device());
+      kernels::copy[target.device()](total, target);
+      add_into.template operator()<T, float>(total);
+      kernels::copy[target.device()](target, total);
+    }
+  });
 }
 
-// Threads split the (outer, inner) columns, never the index, so two equal indices never add
-// into the same element at once. target is contiguous.
+// Calls body(o, i0, i1) for runs of columns [i0, i1) of outer index o, covering the (outer,
+// inner) columns once, split over threads. Threads split the columns, never the index, so two
+// equal indices never add into the same element at once.
+template <class Body>
+void parallel_over_column_runs(int64_t outer, int64_t inner, int64_t cost_per_column, Body body) {
+  parallel_for(outer * inner, cost_per_column, [&](int64_t begin, int64_t end) {
+    for (int64_t flat = begin; flat < end;) {
+      const int64_t o = flat / inner, i0 = flat % inner;
+      const int64_t i1 = std::min(inner, i0 + (end - flat));
+      body(o, i0, i1);
+      flat += i1 - i0;
+    }
+  });
+}
+
+// target is contiguous.
 void index_add_cpu(const Tensor& target, const Tensor& source, int64_t dim, const Tensor& index) {
   const int64_t size = target.sizes()[dim], count = index.numel();
   const int64_t* idx = index.data_ptr<int64_t>();
   const int64_t outer = outer_size(target.sizes(), dim), inner = inner_size(target.sizes(), dim);
-  visit_any_numeric(target.dtype(), "index_add", [&]<class T>() {
-    using Total = compute_type<T>;
-    accumulate_into<T>(target, [&](const Tensor& total) {
-      const T* from = source.data_ptr<T>();
-      Total* to = total.data_ptr<Total>();
-      parallel_for(outer * inner, count, [&](int64_t begin, int64_t end) {
-        for (int64_t flat = begin; flat < end;) {
-          const int64_t o = flat / inner, i0 = flat % inner;
-          const int64_t i1 = std::min(inner, i0 + (end - flat));
-          for (int64_t j = 0; j < count; ++j) {
-            Total* to_row = to + (o * size + idx[j]) * inner;
-            const T* from_row = from + (o * count + j) * inner;
+  accumulate_into(target, "index_add", [&]<class T, class Total>(const Tensor& total) {
+    const T* from = source.data_ptr<T>();
+    Total* to = total.data_ptr<Total>();
+    parallel_over_column_runs(outer, inner, count, [&](int64_t o, int64_t i0, int64_t i1) {
+      for (int64_t j = 0; j < count; ++j) {
+        Total* to_row = to + (o * size + idx[j]) * inner;
+        const T* from_row = from + (o * count + j) * inner;
 #pragma omp simd
-            for (int64_t i = i0; i < i1; ++i) to_row[i] += from_row[i];
-          }
-          flat += i1 - i0;
-        }
-      });
+        for (int64_t i = i0; i < i1; ++i) to_row[i] += from_row[i];
+      }
     });
   });
 }
@@ -156,26 +165,18 @@ void scatter_add_cpu(const Tensor& target, const Tensor& source, int64_t dim, co
   const Shape& shape = index.sizes();
   const int64_t rank = index.dim();
   const int64_t outer = outer_size(shape, dim), count = shape[dim], inner = inner_size(shape, dim);
-  visit_any_numeric(target.dtype(), "scatter_add", [&]<class T>() {
-    using Total = compute_type<T>;
-    accumulate_into<T>(target, [&](const Tensor& total) {
-      const std::vector<int64_t> outer_offsets = position_offsets(shape, total.strides(), 0, dim);
-      const std::vector<int64_t> inner_offsets = position_offsets(shape, total.strides(), dim + 1, rank);
-      const int64_t step = total.strides()[dim];
-      const T* from = source.data_ptr<T>();
-      Total* to = total.data_ptr<Total>();
-      parallel_for(outer * inner, count, [&](int64_t begin, int64_t end) {
-        for (int64_t flat = begin; flat < end;) {
-          const int64_t o = flat / inner, i0 = flat % inner;
-          const int64_t i1 = std::min(inner, i0 + (end - flat));
-          Total* base = to + outer_offsets[o];
-          for (int64_t j = 0; j < count; ++j) {
-            const int64_t row = (o * count + j) * inner;
-            for (int64_t i = i0; i < i1; ++i) base[idx[row + i] * step + inner_offsets[i]] += from[row + i];
-          }
-          flat += i1 - i0;
-        }
-      });
+  accumulate_into(target, "scatter_add", [&]<class T, class Total>(const Tensor& total) {
+    const std::vector<int64_t> outer_offsets = position_offsets(shape, total.strides(), 0, dim);
+    const std::vector<int64_t> inner_offsets = position_offsets(shape, total.strides(), dim + 1, rank);
+    const int64_t step = total.strides()[dim];
+    const T* from = source.data_ptr<T>();
+    Total* to = total.data_ptr<Total>();
+    parallel_over_column_runs(outer, inner, count, [&](int64_t o, int64_t i0, int64_t i1) {
+      Total* base = to + outer_offsets[o];
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t row = (o * count + j) * inner;
+        for (int64_t i = i0; i < i1; ++i) base[idx[row + i] * step + inner_offsets[i]] += from[row + i];
+      }
     });
   });
 }
