@@ -30,7 +30,8 @@ template <class T>
 T from_double(double value) {
   if constexpr (!std::is_same_v<compute_type<T>, T>) {
     float nearest = static_cast<float>(value);
-    if (std::isfinite(nearest) && static_cast<double>(nearest) != value && (std::bit_cast<uint32_t>(nearest) & 1u) == 0) {
+    const bool inexact = std::isfinite(nearest) && static_cast<double>(nearest) != value;
+    if (inexact && (std::bit_cast<uint32_t>(nearest) & 1u) == 0) {
       // nearest and its neighbour towards value bracket value; the odd one of the two is wanted.
       nearest = std::nextafter(nearest, value > nearest ? INFINITY : -INFINITY);
     }

@@ -29,6 +29,9 @@ void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& othe
 }  // namespace
 
 Tensor& add_(Tensor& x, const Tensor& other, double alpha) {
+  // A 16-bit other * alpha is rounded before the add, and alpha with it (a scalar operand takes
+  // the tensor's dtype): the result rounds twice, the first time by a fraction of the update
+  // only.
   const Tensor scaled = alpha == 1.0 ? other : mul(other, scalar_operand(other, alpha, "add_"));
   binary_inplace(BinaryOp::Add, "add_", x, scaled);
   autograd::record_inplace("add_", x, {other}, [alpha, shape = other.sizes()](const Tensor& grad) {

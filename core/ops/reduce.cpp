@@ -295,7 +295,8 @@ void extremum_cpu(Extremum which_value, const Tensor& out, const Tensor& x, cons
       T* result = out.data_ptr<T>();
       const int64_t reduce = layout.reduce, inner = layout.inner;
       if (inner == 1) {
-        parallel_over_rows<T>(layout, [&](int64_t o, const T* row) { result[o] = T(row_extremum<which>(row, reduce)); });
+        parallel_over_rows<T>(layout,
+                              [&](int64_t o, const T* row) { result[o] = T(row_extremum<which>(row, reduce)); });
         return;
       }
       parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
