@@ -8,6 +8,7 @@
 #pragma once
 
 #include <bit>
+#include <concepts>
 #include <cstdint>
 
 namespace ember {
@@ -66,6 +67,22 @@ constexpr float float16_to_float(uint16_t bits) {
   return std::bit_cast<float>(sign | ((exponent + 127u - 15u) << 23) | (mantissa << 13));
 }
 
+// A double as a float rounded *to odd*: to the nearest float, then, when that dropped something
+// and came out even, to its neighbour towards the double, whose last bit is 1. A double rounded
+// to the nearest float first could land exactly half-way between two 16-bit values that the
+// double itself was not half-way between, and rounding that float would then break the tie the
+// wrong way; the odd last bit records that the float is inexact, so rounding it to 16 bits lands
+// where rounding the double directly would (float keeps more than 2 bits beyond either format).
+constexpr float to_float_rounded_to_odd(double value) {
+  const float nearest = static_cast<float>(value);
+  const uint32_t bits = std::bit_cast<uint32_t>(nearest);
+  const bool finite = (bits & 0x7f800000u) != 0x7f800000u;
+  if (!finite || static_cast<double>(nearest) == value || (bits & 1u) != 0) return nearest;
+  // Sign and magnitude: one more in the magnitude's bits moves away from zero.
+  const bool value_is_farther_from_zero = (value < 0 ? -value : value) > (nearest < 0 ? -nearest : nearest);
+  return std::bit_cast<float>(value_is_farther_from_zero ? bits + 1 : bits - 1);
+}
+
 }  // namespace half_bits
 
 struct BFloat16 {
@@ -73,6 +90,10 @@ struct BFloat16 {
 
   BFloat16() = default;
   constexpr explicit BFloat16(float value) : bits(half_bits::from_float_to_bfloat16(value)) {}
+  // From a double or an integer, rounded once (through a float rounded to odd).
+  constexpr explicit BFloat16(double value) : BFloat16(half_bits::to_float_rounded_to_odd(value)) {}
+  template <std::integral Integer>
+  constexpr explicit BFloat16(Integer value) : BFloat16(static_cast<double>(value)) {}
   static constexpr BFloat16 from_bits(uint16_t bits) {
     BFloat16 value;
     value.bits = bits;
@@ -86,6 +107,10 @@ struct Float16 {
 
   Float16() = default;
   constexpr explicit Float16(float value) : bits(half_bits::from_float_to_float16(value)) {}
+  // From a double or an integer, rounded once (through a float rounded to odd).
+  constexpr explicit Float16(double value) : Float16(half_bits::to_float_rounded_to_odd(value)) {}
+  template <std::integral Integer>
+  constexpr explicit Float16(Integer value) : Float16(static_cast<double>(value)) {}
   static constexpr Float16 from_bits(uint16_t bits) {
     Float16 value;
     value.bits = bits;

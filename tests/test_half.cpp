@@ -165,7 +165,7 @@ TEST_CASE("16-bit tensors: conversions both ways, item, printing and fills") {
   CHECK(zeros({3}, kBFloat16).to_vector<float>() == std::vector<float>(3, 0.0f));
 }
 
-TEST_CASE("16-bit tensors: the ops that move data take them, and an op that computes names the dtype") {
+TEST_CASE("16-bit tensors: the ops that move data take them, and mixing dtypes names both") {
   const Tensor x = tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3}).to(kBFloat16);
   CHECK(x.t().contiguous().to_vector<float>() == std::vector<float>{1, 4, 2, 5, 3, 6});
   CHECK(index_select(x, 1, tensor<int64_t>({2, 0}, {2})).to_vector<float>() == std::vector<float>{3, 1, 6, 4});
@@ -173,7 +173,25 @@ TEST_CASE("16-bit tensors: the ops that move data take them, and an op that comp
   CHECK(gather(x, 1, tensor<int64_t>({1, 1, 0, 2}, {2, 2})).to_vector<float>() == std::vector<float>{2, 2, 4, 6});
   const Tensor mask = tensor<bool>({true, false, true, false, true, false}, {2, 3});
   CHECK(where(mask, x, zeros_like(x)).to_vector<float>() == std::vector<float>{1, 0, 3, 0, 5, 0});
-  CHECK_THROWS_WITH_ALL(add(x, x), "add", "bfloat16", ".to(kFloat32)");
-  CHECK_THROWS_WITH_ALL(sum(x.to(kFloat16)), "float16");
-  CHECK_THROWS_WITH_ALL(matmul(x, x.t()), "matmul", "bfloat16");
+  // Outside an autocast scope nothing converts silently: a 16-bit operand with a float32 one
+  // is an error that names both dtypes.
+  CHECK_THROWS_WITH_ALL(add(x, x.to(kFloat32)), "add", "bfloat16", "float32");
+  CHECK_THROWS_WITH_ALL(matmul(x.to(kFloat16), x.t()), "matmul", "float16", "bfloat16");
+}
+
+TEST_CASE("16-bit values from a double or an integer round once, not through the nearest float") {
+  // 1 + 2^-8 is half-way between the bfloat16 neighbours 1 and 1 + 2^-7 (and 1 + 2^-11 between
+  // float16's 1 and 1 + 2^-10). A double just above the half-way point rounds up; rounded to
+  // the nearest float first it would become the half-way point itself and round to even, down.
+  const double above_bfloat16_tie = 1.0 + 0x1p-8 + 0x1p-40, above_float16_tie = 1.0 + 0x1p-11 + 0x1p-40;
+  CHECK(static_cast<float>(BFloat16(above_bfloat16_tie)) == 1.0f + 0x1p-7f);
+  CHECK(static_cast<float>(Float16(above_float16_tie)) == 1.0f + 0x1p-10f);
+  CHECK(static_cast<float>(BFloat16(-above_bfloat16_tie)) == -(1.0f + 0x1p-7f));
+  CHECK(static_cast<float>(BFloat16(1.0 + 0x1p-8 - 0x1p-40)) == 1.0f);  // just below: down
+  CHECK(static_cast<float>(BFloat16(1.0 + 0x1p-8)) == 1.0f);            // the tie itself: to even
+  // Every path from a double agrees: conversion, fill, and the integers (257 is a tie too).
+  CHECK(tensor<double>({above_bfloat16_tie}, {1}).to(kBFloat16).to_vector<float>()[0] == 1.0f + 0x1p-7f);
+  CHECK(full({1}, above_float16_tie, kFloat16).to_vector<float>()[0] == 1.0f + 0x1p-10f);
+  CHECK(static_cast<float>(BFloat16(int64_t{257})) == 256.0f);
+  CHECK(static_cast<float>(BFloat16(int64_t{259})) == 260.0f);
 }

@@ -1,7 +1,6 @@
 // Factories: filled, ranged and random tensors, and tensors from C++ values.
 #include "core/ops/factory.h"
 
-#include <bit>
 #include <cmath>
 
 #include "core/cpu/loops.h"
@@ -21,29 +20,9 @@ constinit KernelTable<void(const Tensor& out, int64_t low, int64_t range, Philox
 
 namespace {
 
-// `value` as element type T, rounded once. A 16-bit type is built from a float, and the double
-// rounded to the nearest float first could then sit exactly half-way between two 16-bit
-// values that the double itself was not half-way between. Rounding to float *to odd* (towards
-// zero, then the last bit set if anything was dropped) keeps that information, so the second
-// rounding lands where rounding the double directly would.
-template <class T>
-T from_double(double value) {
-  if constexpr (!std::is_same_v<compute_type<T>, T>) {
-    float nearest = static_cast<float>(value);
-    const bool inexact = std::isfinite(nearest) && static_cast<double>(nearest) != value;
-    if (inexact && (std::bit_cast<uint32_t>(nearest) & 1u) == 0) {
-      // nearest and its neighbour towards value bracket value; the odd one of the two is wanted.
-      nearest = std::nextafter(nearest, value > nearest ? INFINITY : -INFINITY);
-    }
-    return T(nearest);
-  } else {
-    return static_cast<T>(value);
-  }
-}
-
 void fill_cpu(const Tensor& out, double value) {
   visit_any_dtype(out.dtype(), [&]<class T>() {
-    const T v = from_double<T>(value);
+    const T v = static_cast<T>(value);
     cpu::for_each_element<T>(out, {}, [v]() { return v; });
   });
 }
@@ -57,7 +36,7 @@ void arange_cpu(const Tensor& out, double start, double step) {
   visit_any_numeric(out.dtype(), "arange", [&]<class T>() {
     T* data = out.data_ptr<T>();
     parallel_for(out.numel(), 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) data[i] = from_double<T>(std::fma(static_cast<double>(i), step, start));
+      for (int64_t i = begin; i < end; ++i) data[i] = static_cast<T>(std::fma(static_cast<double>(i), step, start));
     });
   });
 }
@@ -104,7 +83,7 @@ void randint_cpu(const Tensor& out, int64_t low, int64_t range, PhiloxState stat
     parallel_for(out.numel(), 20, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         if constexpr (std::is_same_v<compute_type<T>, T>) data[i] = randint_element<T>(state, i, low, range);
-        else data[i] = from_double<T>(static_cast<double>(randint_element<int64_t>(state, i, low, range)));
+        else data[i] = static_cast<T>(static_cast<double>(randint_element<int64_t>(state, i, low, range)));
       }
     });
   });
