@@ -1,0 +1,46 @@
+// The 16-bit element types as CUDA kernels see them: ember's BFloat16 and Float16 (core/half.h)
+// are __nv_bfloat16 and __half on the device. Kernels load an element as its compute type
+// (float for the 16-bit formats, the type itself otherwise), do their arithmetic there, and
+// round once where they store: to_compute() and round_to<T>() below. For float, double, int64
+// and bool both are the identity, so the float32 kernels compile to what they were.
+//
+// fmt-free and C++17: read by nvcc (the .cu files) and by the host compiler (the launchers'
+// declarations in the *_kernels.h headers name these types). CUDA's conversions are host and
+// device functions, so the host side (tests/test_cuda16_elements.cpp) checks them against
+// core/half.h. The mapping from ember's types is cuda/device_elements.h, host only.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
+namespace ember::cuda {
+
+template <class T>
+inline constexpr bool is_16_bit_element = std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>;
+
+// What a kernel computes and accumulates in for device elements of type T: float for the 16-bit
+// formats, T otherwise (the device side of core's compute_type).
+template <class T>
+using compute_t = std::conditional_t<is_16_bit_element<T>, float, T>;
+
+// An element widened to its compute type: exact.
+template <class T>
+__host__ __device__ inline compute_t<T> to_compute(T value) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(value);
+  else if constexpr (std::is_same_v<T, __half>) return __half2float(value);
+  else return value;
+}
+
+// A computed value stored as a T: to the 16-bit formats through float, rounded to the nearest
+// value, ties to even (as core/half.h's constructors round); otherwise static_cast, as the
+// float32 kernels always stored.
+template <class T, class V>
+__host__ __device__ inline T round_to(V value) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(static_cast<float>(value));
+  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(value));
+  else return static_cast<T>(value);
+}
+
+}  // namespace ember::cuda
