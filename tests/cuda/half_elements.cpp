@@ -1,0 +1,132 @@
+// The 16-bit element types of the CUDA kernels (cuda/half_elements.h, cuda/device_elements.h),
+// checked on the CPU wherever the CUDA backend is built: CUDA's conversions are host functions
+// too, so the bits a kernel reads and writes through __nv_bfloat16 and __half can be compared
+// with core/half.h's without a GPU. Every 16-bit pattern widens to the same float, and floats
+// around every rounding boundary round to the same 16 bits, so a 16-bit tensor means the same
+// values on both devices and a kernel's stores round as the CPU's do.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "core/ops/factory.h"
+#include "core/tensor.h"
+#include "cuda/device_elements.h"
+
+using namespace ember;
+using cuda::device_element_t;
+
+namespace {
+
+uint16_t bits_of(__nv_bfloat16 value) { return std::bit_cast<uint16_t>(value); }
+uint16_t bits_of(__half value) { return std::bit_cast<uint16_t>(value); }
+
+template <class T>
+T device_from_bits(uint16_t bits) {
+  return std::bit_cast<T>(bits);
+}
+
+// Equal bits, or both NaN (the formats' NaN payloads are not part of what is compared).
+bool same_float(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (a != a && b != b); }
+
+template <class Host, class Device>
+void check_every_pattern_widens_alike() {
+  for (uint32_t bits = 0; bits <= 0xffffu; ++bits) {
+    const float device = cuda::to_compute(device_from_bits<Device>(static_cast<uint16_t>(bits)));
+    const float host = Host::from_bits(static_cast<uint16_t>(bits));
+    if (!same_float(device, host)) FAIL_CHECK("pattern 0x" << std::hex << bits << ": CUDA " << device << ", ember " << host);
+  }
+}
+
+// The floats that decide rounding: for every 16-bit value, its neighbours in float and the
+// half-way points to the next value up (ties), and a spread of random bit patterns.
+std::vector<float> rounding_probes() {
+  std::vector<float> probes;
+  for (uint32_t high = 0; high <= 0xffffu; ++high) {
+    const uint32_t base = high << 16;
+    for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) probes.push_back(std::bit_cast<float>(base | low));
+  }
+  // float16's ties sit 13 bits down: 0x1000 past a multiple of 0x2000 (normals), and subnormal
+  // ties below 2^-14 come from the random patterns and the whole-range sweep.
+  for (uint32_t bits = 0; bits < 0x80000000u; bits += 0x1000u) {
+    probes.push_back(std::bit_cast<float>(bits));
+    probes.push_back(std::bit_cast<float>(bits | 0x80000000u));
+  }
+  std::mt19937 random(15);
+  for (int i = 0; i < 1 << 20; ++i) probes.push_back(std::bit_cast<float>(static_cast<uint32_t>(random())));
+  for (float special : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 65504.0f, 65519.99f, 65520.0f, 0x1p-24f, 0x1p-25f,
+                        0x1.8p-25f, 0x1p-14f, 3.3895314e38f, 3.4028235e38f})
+    probes.push_back(special);
+  return probes;
+}
+
+template <class Host, class Device>
+void check_rounding_agrees(const std::vector<float>& probes) {
+  int mismatches = 0;
+  for (const float value : probes) {
+    const Device device = cuda::round_to<Device>(value);
+    const Host host(value);
+    const bool both_nan = value != value && cuda::to_compute(device) != cuda::to_compute(device) &&
+                          static_cast<float>(host) != static_cast<float>(host);
+    if (bits_of(device) != host.bits && !both_nan && ++mismatches <= 10)
+      FAIL_CHECK("float bits 0x" << std::hex << std::bit_cast<uint32_t>(value) << ": CUDA 0x" << bits_of(device)
+                                 << ", ember 0x" << host.bits);
+  }
+  CHECK(mismatches == 0);
+}
+
+}  // namespace
+
+TEST_CASE("ember's 16-bit types map to CUDA's, and each compute type to core's") {
+  static_assert(std::is_same_v<device_element_t<BFloat16>, __nv_bfloat16>);
+  static_assert(std::is_same_v<device_element_t<Float16>, __half>);
+  static_assert(std::is_same_v<device_element_t<float>, float> && std::is_same_v<device_element_t<double>, double>);
+  static_assert(std::is_same_v<device_element_t<int64_t>, int64_t> && std::is_same_v<device_element_t<bool>, bool>);
+  static_assert(std::is_same_v<cuda::compute_t<device_element_t<BFloat16>>, compute_type<BFloat16>>);
+  static_assert(std::is_same_v<cuda::compute_t<device_element_t<Float16>>, compute_type<Float16>>);
+  static_assert(std::is_same_v<cuda::compute_t<double>, compute_type<double>>);
+  static_assert(std::is_same_v<cuda::compute_t<int64_t>, int64_t>);
+  CHECK(cuda::is_16_bit_element<__half>);
+  CHECK_FALSE(cuda::is_16_bit_element<float>);
+}
+
+TEST_CASE("every bfloat16 and float16 bit pattern means the same float to CUDA and to ember") {
+  check_every_pattern_widens_alike<BFloat16, __nv_bfloat16>();
+  check_every_pattern_widens_alike<Float16, __half>();
+}
+
+TEST_CASE("CUDA's round-to-nearest-even stores the bits core/half.h rounds to") {
+  const std::vector<float> probes = rounding_probes();
+  check_rounding_agrees<BFloat16, __nv_bfloat16>(probes);
+  check_rounding_agrees<Float16, __half>(probes);
+}
+
+TEST_CASE("round_to goes through float for 16-bit stores and is a plain cast otherwise") {
+  // 1 + 2^-8 + 2^-30 as a double: direct rounding to bfloat16 would go up, but float has
+  // already rounded the 2^-30 away, leaving a tie that goes to even (1.0), as on the CPU, where
+  // BFloat16's constructor takes a float.
+  const double above_tie = 1.0 + 0x1p-8 + 0x1p-30;
+  CHECK(bits_of(cuda::round_to<__nv_bfloat16>(above_tie)) == BFloat16(static_cast<float>(above_tie)).bits);
+  CHECK(bits_of(cuda::round_to<__nv_bfloat16>(above_tie)) == 0x3f80u);
+  CHECK(bits_of(cuda::round_to<__half>(int64_t{2049})) == Float16(2049.0f).bits);  // a tie between 2048 and 2050
+  CHECK(cuda::round_to<float>(0.1) == static_cast<float>(0.1));
+  CHECK(cuda::round_to<int64_t>(2.75) == 2);
+  CHECK(cuda::to_compute(2.5) == 2.5);
+}
+
+TEST_CASE("a 16-bit tensor's data is read through CUDA's type without conversion") {
+  const std::vector<float> values = {1.0f, -2.5f, 0x1p-20f, 65504.0f, 3.1415926f};
+  const Tensor t = tensor<float>(values, {5}).to(kBFloat16);
+  const __nv_bfloat16* device_view = cuda::device_data<BFloat16>(t);
+  for (int64_t i = 0; i < 5; ++i)
+    CHECK(bits_of(device_view[i]) == t.data_ptr<BFloat16>()[i].bits);
+  const Tensor h = tensor<float>(values, {5}).to(kFloat16);
+  const __half* half_view = cuda::device_data<Float16>(h);
+  for (int64_t i = 0; i < 5; ++i) CHECK(cuda::to_compute(half_view[i]) == static_cast<float>(h.data_ptr<Float16>()[i]));
+  CHECK_THROWS_WITH(cuda::device_data<Float16>(t), doctest::Contains("bfloat16"));
+}
