@@ -17,8 +17,9 @@ void fill_cuda(const Tensor& out, double value) {
 
 // The factories below write tensors they have just made, which are contiguous.
 void arange_cuda(const Tensor& out, double start, double step) {
-  visit_any_numeric(out.dtype(), "arange",
-                    [&]<class T>() { launch_arange<device_element_t<T>>(device_data<T>(out), out.numel(), start, step); });
+  visit_any_numeric(out.dtype(), "arange", [&]<class T>() {
+    launch_arange<device_element_t<T>>(device_data<T>(out), out.numel(), start, step);
+  });
 }
 
 void uniform_cuda(const Tensor& out, PhiloxState state) {

@@ -46,7 +46,9 @@ __global__ void normal_kernel(T* out, int64_t n, PhiloxState draw) {
 template <class T>
 __global__ void randint_kernel(T* out, int64_t n, int64_t low, int64_t range, PhiloxState draw) {
   const PhiloxState state = resolve(draw);
-  EMBER_GRID_STRIDE_LOOP(i, n) out[i] = round_to<T>(randint_element<compute_t<T>>(state, static_cast<uint64_t>(i), low, range));
+  EMBER_GRID_STRIDE_LOOP(i, n) {
+    out[i] = round_to<T>(randint_element<compute_t<T>>(state, static_cast<uint64_t>(i), low, range));
+  }
 }
 
 #undef EMBER_GRID_STRIDE_LOOP

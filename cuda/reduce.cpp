@@ -24,8 +24,8 @@ void sum_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask)
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
   const Tensor scratch = split_scratch(layout);
   visit_any_numeric(x.dtype(), "sum", [&]<class T>() {
-    launch_sum<device_element_t<T>>(device_data<T>(layout.source), device_data<T>(out), layout.outer, layout.reduce, layout.inner,
-                  scratch_pointer(scratch));
+    launch_sum<device_element_t<T>>(device_data<T>(layout.source), device_data<T>(out), layout.outer, layout.reduce,
+                                    layout.inner, scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::sum, DeviceType::CUDA, sum_cuda);

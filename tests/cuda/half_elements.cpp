@@ -32,14 +32,17 @@ T device_from_bits(uint16_t bits) {
 }
 
 // Equal bits, or both NaN (the formats' NaN payloads are not part of what is compared).
-bool same_float(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (a != a && b != b); }
+bool same_float(float a, float b) {
+  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (a != a && b != b);
+}
 
 template <class Host, class Device>
 void check_every_pattern_widens_alike() {
   for (uint32_t bits = 0; bits <= 0xffffu; ++bits) {
     const float device = cuda::to_compute(device_from_bits<Device>(static_cast<uint16_t>(bits)));
     const float host = Host::from_bits(static_cast<uint16_t>(bits));
-    if (!same_float(device, host)) FAIL_CHECK("pattern 0x" << std::hex << bits << ": CUDA " << device << ", ember " << host);
+    if (!same_float(device, host))
+      FAIL_CHECK("pattern 0x" << std::hex << bits << ": CUDA " << device << ", ember " << host);
   }
 }
 
@@ -49,7 +52,8 @@ std::vector<float> rounding_probes() {
   std::vector<float> probes;
   for (uint32_t high = 0; high <= 0xffffu; ++high) {
     const uint32_t base = high << 16;
-    for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) probes.push_back(std::bit_cast<float>(base | low));
+    for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu})
+      probes.push_back(std::bit_cast<float>(base | low));
   }
   // float16's ties sit 13 bits down: 0x1000 past a multiple of 0x2000 (normals), and subnormal
   // ties below 2^-14 come from the random patterns and the whole-range sweep.
