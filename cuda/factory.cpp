@@ -11,7 +11,7 @@ namespace {
 void fill_cuda(const Tensor& out, double value) {
   const StridedLayout<1> layout = strided_layout<1>("fill", {&out});
   visit_any_dtype(out.dtype(), [&]<class T>() {
-    launch_fill<device_element_t<T>>(layout, out.numel(), device_data<T>(out), static_cast<compute_type<T>>(value));
+    launch_fill<device_element_t<T>>(layout, out.numel(), device_data<T>(out), value);
   });
 }
 

@@ -1,7 +1,8 @@
 // The 16-bit element types as CUDA kernels see them: ember's BFloat16 and Float16 (core/half.h)
 // are __nv_bfloat16 and __half on the device. Kernels load an element as its compute type
 // (float for the 16-bit formats, the type itself otherwise), do their arithmetic there, and
-// round once where they store: to_compute() and round_to<T>() below. For float, double, int64
+// round once where they store: to_compute() and round_to<T>() below (round_from_double() and
+// round_toward_zero() for the factories' own rounding rules). For float, double, int64
 // and bool both are the identity, so the float32 kernels compile to what they were.
 //
 // fmt-free and C++17: read by nvcc (the .cu files) and by the host compiler (the launchers'
@@ -41,6 +42,26 @@ __host__ __device__ inline T round_to(V value) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(static_cast<float>(value));
   else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(value));
   else return static_cast<T>(value);
+}
+
+// A double stored as a T, rounded once: to the 16-bit formats to nearest even from the double
+// itself, not by way of float, where a second rounding could land off a tie the double was not
+// on (as core/ops/factory.cpp rounds fill's value, arange's elements and randint's integers);
+// otherwise static_cast.
+template <class T>
+__host__ __device__ inline T round_from_double(double value) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __double2bfloat16(value);
+  else if constexpr (std::is_same_v<T, __half>) return __double2half(value);
+  else return static_cast<T>(value);
+}
+
+// A float stored as a 16-bit T rounded towards zero: how a uniform [0, 1) draw becomes 16-bit
+// (to nearest, the draws within half a step of 1 would become 1, outside the range).
+template <class T>
+__host__ __device__ inline T round_toward_zero(float value) {
+  static_assert(is_16_bit_element<T>, "round_toward_zero is for the 16-bit formats");
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rz(value);
+  else return __float2half_rz(value);
 }
 
 }  // namespace ember::cuda

@@ -123,6 +123,70 @@ TEST_CASE("round_to goes through float for 16-bit stores and is a plain cast oth
   CHECK(cuda::to_compute(2.5) == 2.5);
 }
 
+namespace {
+
+// The double rounded once to Host: rounded to float *to odd* first (towards zero, the last bit
+// set when anything was dropped), which keeps enough to round correctly again.
+template <class Host>
+Host correctly_rounded(double value) {
+  float nearest = static_cast<float>(value);
+  if (std::isfinite(nearest) && static_cast<double>(nearest) != value && (std::bit_cast<uint32_t>(nearest) & 1u) == 0)
+    nearest = std::nextafter(nearest, value > nearest ? INFINITY : -INFINITY);
+  return Host(nearest);
+}
+
+template <class Host, class Device>
+void check_double_rounding(const std::vector<double>& values) {
+  int mismatches = 0;
+  for (const double value : values) {
+    const uint16_t device = bits_of(cuda::round_from_double<Device>(value));
+    if (device != correctly_rounded<Host>(value).bits && ++mismatches <= 10)
+      FAIL_CHECK("double " << value << ": CUDA 0x" << std::hex << device << ", ember 0x"
+                           << correctly_rounded<Host>(value).bits);
+  }
+  CHECK(mismatches == 0);
+}
+
+// The CPU's rule for a uniform draw: to nearest, then one step down if that went up.
+template <class Host>
+Host rounded_down(float value) {
+  Host rounded(value);
+  if (static_cast<float>(rounded) > value) rounded = Host::from_bits(static_cast<uint16_t>(rounded.bits - 1));
+  return rounded;
+}
+
+}  // namespace
+
+TEST_CASE("doubles round once to 16 bits, as fill, arange and randint round them on the CPU") {
+  std::vector<double> values = {1.0 + 0x1p-8 + 0x1p-30, 1.0 + 0x1p-8, 1.0 + 0x1p-11 + 0x1p-40, 1.0 + 0x1p-11,
+                                2049.0, 16777217.0, 123456789.0, -0.1, 1e-300, 65520.0, 65519.0, 1e300, -0.0};
+  std::mt19937_64 random(15);
+  for (int i = 0; i < 1 << 18; ++i) {
+    // Spread over the 16-bit ranges, with bits below float32's mantissa set.
+    const double scale = std::ldexp(1.0, static_cast<int>(random() % 60) - 30);
+    values.push_back(scale * (static_cast<double>(random()) / 0x1p64 - 0.5));
+    values.push_back(static_cast<double>(static_cast<int64_t>(random() % (1ull << 40)) - (int64_t{1} << 39)));
+  }
+  check_double_rounding<BFloat16, __nv_bfloat16>(values);
+  check_double_rounding<Float16, __half>(values);
+  CHECK(cuda::round_from_double<float>(0.1) == 0.1f);
+  CHECK(cuda::round_from_double<int64_t>(-2.5) == -2);
+}
+
+TEST_CASE("uniform draws round towards zero to 16 bits, as on the CPU, and stay below 1") {
+  std::mt19937 random(15);
+  std::vector<float> draws = {0.0f, 0x1p-30f, 0x1p-20f, 0.5f, std::nextafter(1.0f, 0.0f), 1.0f - 0x1p-10f};
+  for (int i = 0; i < 1 << 20; ++i) draws.push_back(static_cast<float>(random() >> 8) * 0x1p-24f);
+  int mismatches = 0;
+  for (const float draw : draws) {
+    const __nv_bfloat16 b = cuda::round_toward_zero<__nv_bfloat16>(draw);
+    const __half h = cuda::round_toward_zero<__half>(draw);
+    if (bits_of(b) != rounded_down<BFloat16>(draw).bits || bits_of(h) != rounded_down<Float16>(draw).bits) ++mismatches;
+    if (cuda::to_compute(b) >= 1.0f || cuda::to_compute(h) >= 1.0f) ++mismatches;
+  }
+  CHECK(mismatches == 0);
+}
+
 TEST_CASE("a 16-bit tensor's data is read through CUDA's type without conversion") {
   const std::vector<float> values = {1.0f, -2.5f, 0x1p-20f, 65504.0f, 3.1415926f};
   const Tensor t = tensor<float>(values, {5}).to(kBFloat16);
