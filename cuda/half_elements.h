@@ -41,6 +41,7 @@ template <class T, class V>
 __host__ __device__ inline T round_to(V value) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(static_cast<float>(value));
   else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(value));
+  else if constexpr (std::is_same_v<T, V>) return value;
   else return static_cast<T>(value);
 }
 

@@ -70,15 +70,14 @@ __global__ void sgd_step_kernel(SGDTensorList<T> list, SGDHyperParameters option
   const C keep = static_cast<C>(1.0 - options.dampening), minus_lr = static_cast<C>(-*options.lr);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < list.sizes[t];
        i += int64_t(gridDim.x) * blockDim.x) {
-    const C p = to_compute(param[i]);
     C direction = to_compute(grad[i]);
-    if (options.weight_decay != 0.0) direction = direction + p * decay;
+    if (options.weight_decay != 0.0) direction = direction + to_compute(param[i]) * decay;
     if (buffer != nullptr) {
       const C b = first ? direction : to_compute(buffer[i]) * momentum + direction * keep;
       buffer[i] = round_to<T>(b);
       direction = options.nesterov ? direction + b * momentum : b;
     }
-    param[i] = round_to<T>(p + direction * minus_lr);
+    param[i] = round_to<T>(to_compute(param[i]) + direction * minus_lr);
   }
 }
 

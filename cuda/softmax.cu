@@ -72,8 +72,8 @@ __global__ void softmax_backward_rows(const T* grad_y, const T* y, T* grad_x, in
     }
     dot = block_sum(dot);
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const C gi = to_compute(g[i]), yi = to_compute(out[i]);
-      gx[i] = round_to<T>(log ? gi - exp(yi) * dot : yi * (gi - dot));
+      gx[i] = round_to<T>(log ? to_compute(g[i]) - exp(to_compute(out[i])) * dot
+                              : to_compute(out[i]) * (to_compute(g[i]) - dot));
     }
   }
 }
@@ -93,8 +93,8 @@ __global__ void softmax_backward_columns(const T* grad_y, const T* y, T* grad_x,
     }
     for (int64_t r = 0; r < n; ++r) {
       const int64_t at = base + r * inner;
-      const C g = to_compute(grad_y[at]), v = to_compute(y[at]);
-      grad_x[at] = round_to<T>(log ? g - exp(v) * dot : v * (g - dot));
+      grad_x[at] = round_to<T>(log ? to_compute(grad_y[at]) - exp(to_compute(y[at])) * dot
+                                   : to_compute(y[at]) * (to_compute(grad_y[at]) - dot));
     }
   }
 }
