@@ -24,6 +24,11 @@ Tensor domain_input(UnaryOp op, const Shape& shape, DType dtype) {
   return x;
 }
 
+const std::vector<BinaryOp> kArithmetic = {BinaryOp::Add, BinaryOp::Sub,     BinaryOp::Mul,    BinaryOp::Div,
+                                           BinaryOp::Pow, BinaryOp::Maximum, BinaryOp::Minimum};
+const std::vector<BinaryOp> kPredicates = {BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt,         BinaryOp::Le,
+                                           BinaryOp::Gt, BinaryOp::Ge, BinaryOp::LogicalAnd, BinaryOp::LogicalOr};
+
 const std::vector<UnaryOp> kDifferentiableUnary = {UnaryOp::Neg,  UnaryOp::Abs,     UnaryOp::Exp,  UnaryOp::Log,
                                                    UnaryOp::Sqrt, UnaryOp::Rsqrt,   UnaryOp::Sin,  UnaryOp::Cos,
                                                    UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Relu, UnaryOp::Erf,
@@ -82,6 +87,15 @@ void check_poisoned(const Tensor& cpu_result, Kernel kernel, const std::string& 
     check_parity(out, cpu_result, is_floating_point(cpu_result.dtype()) ? 1e-5 : 0.0, what + " (poisoned output)");
     if (cpu_result.dtype() != kBool) break;
   }
+}
+
+// maximum and minimum: NaN wins, on both devices.
+void check_nan_wins(DType dtype) {
+  const Tensor with_nan = tensor<double>({1.0, NAN, 3.0, 2.0}, {4}).to(dtype);
+  const Tensor other = tensor<double>({2.0, 0.0, NAN, 2.0}, {4}).to(dtype);
+  const std::string name(dtype_name(dtype));
+  check_parity(maximum(with_nan.to(kGPU), other.to(kGPU)), maximum(with_nan, other), 0.0, "maximum NaN " + name);
+  check_parity(minimum(with_nan.to(kGPU), other.to(kGPU)), minimum(with_nan, other), 0.0, "minimum NaN " + name);
 }
 
 }  // namespace
@@ -145,11 +159,9 @@ TEST_CASE("every binary op matches the CPU with broadcasting and non-contiguous 
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   manual_seed(seed);
-  const std::vector<BinaryOp> arithmetic = {BinaryOp::Add, BinaryOp::Sub,     BinaryOp::Mul,    BinaryOp::Div,
-                                            BinaryOp::Pow, BinaryOp::Maximum, BinaryOp::Minimum};
   for (DType dtype : {kFloat32, kFloat64}) {
     const double tolerance = tolerance_for(dtype, kElementwiseTolerance);
-    for (BinaryOp op : arithmetic) {
+    for (BinaryOp op : kArithmetic) {
       const std::string name = std::string(binary_op_name(op)) + " " + std::string(dtype_name(dtype));
       // pow takes a positive base; div a divisor away from 0.
       const Tensor a = as_leaf(op == BinaryOp::Pow ? add(rand({4, 1, 6}, dtype), 0.5) : randn({4, 1, 6}, dtype));
@@ -168,11 +180,7 @@ TEST_CASE("every binary op matches the CPU with broadcasting and non-contiguous 
                      },
                      name);
     }
-    // maximum and minimum: NaN wins, ties split the gradient.
-    const Tensor with_nan = tensor<double>({1.0, NAN, 3.0, 2.0}, {4}).to(dtype);
-    const Tensor other = tensor<double>({2.0, 0.0, NAN, 2.0}, {4}).to(dtype);
-    check_parity(maximum(with_nan.to(kGPU), other.to(kGPU)), maximum(with_nan, other), 0.0, "maximum NaN");
-    check_parity(minimum(with_nan.to(kGPU), other.to(kGPU)), minimum(with_nan, other), 0.0, "minimum NaN");
+    check_nan_wins(dtype);
   }
 }
 
@@ -180,13 +188,11 @@ TEST_CASE("comparisons, logical ops and int64 arithmetic match the CPU") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   manual_seed(seed);
-  const std::vector<BinaryOp> predicates = {BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt,         BinaryOp::Le,
-                                            BinaryOp::Gt, BinaryOp::Ge, BinaryOp::LogicalAnd, BinaryOp::LogicalOr};
   for (DType dtype : {kFloat32, kFloat64, kInt64, kBool}) {
     // Few distinct values, so equality is common.
     const Tensor a = dtype == kBool ? gt(randn({3, 1, 8}), 0.0) : randint(-2, 3, {3, 1, 8}).to(dtype);
     const Tensor b = dtype == kBool ? gt(randn({8, 4}), 0.0) : randint(-2, 3, {8, 4}).to(dtype);
-    for (BinaryOp op : predicates) {
+    for (BinaryOp op : kPredicates) {
       const std::string name = std::string(binary_op_name(op)) + " " + std::string(dtype_name(dtype));
       // b.t() is [4, 8], non-contiguous, and broadcasts against a's [3, 1, 8].
       check_parity(binary_forward(op, a.to(kGPU), b.to(kGPU).t()), binary_forward(op, a, b.t()), 0.0, name);
@@ -346,12 +352,8 @@ TEST_CASE("every binary op matches in bfloat16 and float16, broadcast, transpose
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   manual_seed(seed);
-  const std::vector<BinaryOp> arithmetic = {BinaryOp::Add, BinaryOp::Sub,     BinaryOp::Mul,    BinaryOp::Div,
-                                            BinaryOp::Pow, BinaryOp::Maximum, BinaryOp::Minimum};
-  const std::vector<BinaryOp> predicates = {BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt,         BinaryOp::Le,
-                                            BinaryOp::Gt, BinaryOp::Ge, BinaryOp::LogicalAnd, BinaryOp::LogicalOr};
   for (const DType dtype : kHalfDTypes) {
-    for (BinaryOp op : arithmetic) {
+    for (BinaryOp op : kArithmetic) {
       const std::string name(binary_op_name(op));
       const bool positive = op == BinaryOp::Div || op == BinaryOp::Pow;
       const Tensor a = as_leaf(op == BinaryOp::Pow ? add(rand({4, 1, 6}), 0.5) : randn({4, 1, 6}));
@@ -367,14 +369,11 @@ TEST_CASE("every binary op matches in bfloat16 and float16, broadcast, transpose
     }
     // Few distinct values, so equality is common: the predicates are exact.
     const Tensor a = randint(-2, 3, {3, 1, 8}).to(dtype), b = randint(-2, 3, {8, 4}).to(dtype);
-    for (BinaryOp op : predicates) {
+    for (BinaryOp op : kPredicates) {
       check_parity(binary_forward(op, a.to(kGPU), b.to(kGPU).t()), binary_forward(op, a, b.t()), 0.0,
                    std::string(binary_op_name(op)) + " " + std::string(dtype_name(dtype)));
     }
-    const Tensor with_nan = tensor<double>({1.0, NAN, 3.0, 2.0}, {4}).to(dtype);
-    const Tensor other = tensor<double>({2.0, 0.0, NAN, 2.0}, {4}).to(dtype);
-    check_parity(maximum(with_nan.to(kGPU), other.to(kGPU)), maximum(with_nan, other), 0.0, "maximum NaN");
-    check_parity(minimum(with_nan.to(kGPU), other.to(kGPU)), minimum(with_nan, other), 0.0, "minimum NaN");
+    check_nan_wins(dtype);
   }
 }
 

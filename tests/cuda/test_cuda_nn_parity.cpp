@@ -285,16 +285,28 @@ TEST_CASE("scaled_dot_product_attention matches the CPU with causal, boolean, ad
 // lengths that are not multiples of 64, L != S both ways, head dims over 64 (the chunked path),
 // heads split off a projection as views, masks, and dropout, each against the CPU's fused
 // kernel in both dtypes.
+// scaled_dot_product_attention with `options` as a function of q, k and v: the mask moved to q's
+// device (an additive one in q's dtype), and with dropout the generator seeded first, so that
+// every call draws the same mask.
+std::function<Tensor(const std::vector<Tensor>&)> fused_attention(AttentionOptions options,
+                                                                   uint64_t dropout_seed = 0) {
+  return [options, dropout_seed](const std::vector<Tensor>& in) {
+    AttentionOptions on_device = options;
+    if (on_device.attn_mask.defined()) {
+      const Tensor& mask = on_device.attn_mask;
+      on_device.attn_mask = mask.to(in[0].device()).to(mask.dtype() == kBool ? kBool : in[0].dtype());
+    }
+    if (options.dropout_p > 0) manual_seed(dropout_seed);
+    return scaled_dot_product_attention(in[0], in[1], in[2], on_device);
+  };
+}
+
 TEST_CASE("fused CUDA attention matches the CPU over tile edges, wide heads, views, masks and dropout") {
   const uint64_t seed = seed_fresh();
   INFO("seed " << seed);
-  auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
-    return [options, dropout_seed](const std::vector<Tensor>& in) {
-      AttentionOptions on_device = options;
-      if (on_device.attn_mask.defined()) on_device.attn_mask = on_device.attn_mask.to(in[0].device());
-      if (options.dropout_p > 0) manual_seed(dropout_seed);  // the same draw on both devices
-      return scaled_dot_product_attention(in[0], in[1], in[2], on_device);
-    };
+  // The options' attention of q, k and v, on whichever device they are.
+  const auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
+    return fused_attention(options, dropout_seed);
   };
   for (const DType dtype : {kFloat32, kFloat64}) {
     INFO("dtype " << dtype_name(dtype));
@@ -645,6 +657,42 @@ TEST_CASE("AdamW, Adam and SGD take the same steps on bfloat16 and float16 param
     compare_optimizer_steps(
         initial, seed, "SGD nesterov",
         [](std::vector<Tensor> p) { return nn::SGD(p, {.lr = 0.1, .momentum = 0.9, .nesterov = true}); }, tolerance);
+  }
+}
+
+// 16-bit q, k and v: read as float by the float32 kernels' tiles, with a float32 log-sum-exp and
+// grad_q summed in float32; out and the gradients rounded once.
+TEST_CASE("fused CUDA attention matches in bfloat16 and float16: tile edges, wide heads, views, masks, dropout") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  // The options' attention of q, k and v, on whichever device they are.
+  const auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
+    return fused_attention(options, dropout_seed);
+  };
+  const Tensor padding = logical_not(
+      logical_and(eq(arange(2.0).view({2, 1, 1, 1}), 1.0), ge(arange(100.0).view({1, 1, 1, 100}), 37.0)));
+  for (const DType dtype : kHalfDTypes) {
+    check_half_op_parity(attention({}), {leaf({2, 2, 130, 64}), leaf({2, 2, 200, 64}), leaf({2, 2, 200, 64})}, dtype,
+                         "fused attention, L 130, S 200");
+    check_half_op_parity(attention({.is_causal = true}), {leaf({3, 150, 32}), leaf({3, 100, 32}), leaf({3, 100, 16})},
+                         dtype, "fused attention, causal, L 150 > S 100");
+    check_half_op_parity(attention({}), {leaf({2, 65, 80}), leaf({2, 77, 80}), leaf({2, 77, 136})}, dtype,
+                         "fused attention, E 80 and Ev 136 (head dims in chunks)");
+    check_half_op_parity(
+        [&](const std::vector<Tensor>& in) {
+          auto heads = [&](int64_t part) {
+            return transpose(view(narrow(in[0], 2, part * 128, 128), {4, 96, 4, 32}), 1, 2);
+          };
+          return scaled_dot_product_attention(heads(0), heads(1), heads(2), {.is_causal = true});
+        },
+        {leaf({4, 96, 3 * 4 * 32})}, dtype, "fused attention, heads split off a projection");
+    const std::vector<Tensor> inputs{leaf({2, 3, 90, 32}), leaf({2, 3, 100, 32}), leaf({2, 3, 100, 32})};
+    check_half_op_parity(attention({.attn_mask = padding}), inputs, dtype,
+                         "fused attention, bool padding over several key tiles");
+    // The mask rounded to 16 bits already, so that the float32 reference adds the same values.
+    check_half_op_parity(attention({.attn_mask = randn({90, 100}).to(dtype).to(kFloat32)}), inputs, dtype,
+                         "fused attention, additive mask broadcast over the batch");
+    check_half_op_parity(attention({.dropout_p = 0.2}, seed + 1), inputs, dtype, "fused attention, dropout");
   }
 }
 

@@ -35,6 +35,15 @@ std::string describe(const DimsCase& c) {
 
 Tensor view_of(const Tensor& x, const DimsCase& c) { return c.transposed ? x.transpose(0, 2) : x; }
 
+// sum, mean, var (unbiased), std (biased) and logsumexp over a dims case, each with its name.
+std::vector<std::pair<std::string, std::function<Tensor(const Inputs&)>>> reductions_over(const DimsCase& c) {
+  return {{"sum", [c](const Inputs& in) { return sum(view_of(in[0], c), c.dims, c.keepdim); }},
+          {"mean", [c](const Inputs& in) { return mean(view_of(in[0], c), c.dims, c.keepdim); }},
+          {"var", [c](const Inputs& in) { return var(view_of(in[0], c), c.dims, true, c.keepdim); }},
+          {"std", [c](const Inputs& in) { return ember::std(view_of(in[0], c), c.dims, false, c.keepdim); }},
+          {"logsumexp", [c](const Inputs& in) { return logsumexp(view_of(in[0], c), c.dims, c.keepdim); }}};
+}
+
 }  // namespace
 
 TEST_CASE("sum, mean, var, std and logsumexp match the CPU over every dim pattern, with gradients") {
@@ -45,17 +54,9 @@ TEST_CASE("sum, mean, var, std and logsumexp match the CPU over every dim patter
     const double tolerance = tolerance_for(dtype);
     const Tensor x = as_leaf(randn({6, 7, 9}, dtype));
     for (const DimsCase& c : kDimsCases) {
-      const std::string name = describe(c) + " " + std::string(dtype_name(dtype));
-      check_op_parity([c](const Inputs& in) { return sum(view_of(in[0], c), c.dims, c.keepdim); }, {x}, tolerance,
-                      "sum " + name);
-      check_op_parity([c](const Inputs& in) { return mean(view_of(in[0], c), c.dims, c.keepdim); }, {x}, tolerance,
-                      "mean " + name);
-      check_op_parity([c](const Inputs& in) { return var(view_of(in[0], c), c.dims, true, c.keepdim); }, {x},
-                      tolerance, "var " + name);
-      check_op_parity([c](const Inputs& in) { return ember::std(view_of(in[0], c), c.dims, false, c.keepdim); }, {x},
-                      tolerance, "std " + name);
-      check_op_parity([c](const Inputs& in) { return logsumexp(view_of(in[0], c), c.dims, c.keepdim); }, {x},
-                      tolerance, "logsumexp " + name);
+      for (const auto& [name, op] : reductions_over(c)) {
+        check_op_parity(op, {x}, tolerance, name + " " + describe(c) + " " + std::string(dtype_name(dtype)));
+      }
     }
   }
 }
@@ -271,17 +272,7 @@ TEST_CASE("sum, mean, var, std and logsumexp match in bfloat16 and float16 over 
   const Tensor x = as_leaf(randn({6, 7, 9}));
   for (const DType dtype : kHalfDTypes) {
     for (const DimsCase& c : kDimsCases) {
-      const std::string name = describe(c);
-      check_half_op_parity([c](const Inputs& in) { return sum(view_of(in[0], c), c.dims, c.keepdim); }, {x}, dtype,
-                           "sum " + name);
-      check_half_op_parity([c](const Inputs& in) { return mean(view_of(in[0], c), c.dims, c.keepdim); }, {x}, dtype,
-                           "mean " + name);
-      check_half_op_parity([c](const Inputs& in) { return var(view_of(in[0], c), c.dims, true, c.keepdim); }, {x},
-                           dtype, "var " + name);
-      check_half_op_parity([c](const Inputs& in) { return ember::std(view_of(in[0], c), c.dims, false, c.keepdim); },
-                           {x}, dtype, "std " + name);
-      check_half_op_parity([c](const Inputs& in) { return logsumexp(view_of(in[0], c), c.dims, c.keepdim); }, {x},
-                           dtype, "logsumexp " + name);
+      for (const auto& [name, op] : reductions_over(c)) check_half_op_parity(op, {x}, dtype, name + " " + describe(c));
     }
   }
 }
