@@ -8,14 +8,15 @@
 namespace ember::cuda {
 namespace {
 
-// Through the compute types: a 16-bit value widens to float exactly, and a value becomes 16-bit
-// by way of float, rounded once to nearest even (what core/half.h does on the CPU, double and
-// int64 included). Between equal 16-bit types the bits move unchanged (a NaN keeps its payload).
+// A 16-bit value widens to float exactly; a value becomes 16-bit rounded once to nearest even,
+// from a float or from the double itself (round_to: what core/half.h's constructors do on the
+// CPU). Between equal 16-bit types the bits move unchanged (a NaN keeps its payload).
 template <class Out, class In>
 struct Convert {
   __device__ Out operator()(In value) const {
     if constexpr (std::is_same_v<Out, In> && is_16_bit_element<Out>) return value;
-    else return round_to<Out>(static_cast<compute_t<Out>>(to_compute(value)));
+    else if constexpr (is_16_bit_element<Out>) return round_to<Out>(to_compute(value));
+    else return static_cast<Out>(to_compute(value));
   }
 };
 

@@ -24,7 +24,7 @@ template <class T>
 __global__ void arange_kernel(T* out, int64_t n, double start, double step) {
   // One fused multiply-add, rounded once, as the CPU's std::fma (core/ops/factory.cpp): the
   // same IEEE operation on both devices, so the same bits whatever either compiler contracts.
-  EMBER_GRID_STRIDE_LOOP(i, n) out[i] = round_from_double<T>(__fma_rn(static_cast<double>(i), step, start));
+  EMBER_GRID_STRIDE_LOOP(i, n) out[i] = round_to<T>(__fma_rn(static_cast<double>(i), step, start));
 }
 
 // The random kernels: element i takes the value core/random_elements.h gives it. Each first
@@ -55,8 +55,7 @@ __global__ void randint_kernel(T* out, int64_t n, int64_t low, int64_t range, Ph
   const PhiloxState state = resolve(draw);
   EMBER_GRID_STRIDE_LOOP(i, n) {
     if constexpr (is_16_bit_element<T>) {
-      const int64_t value = randint_element<int64_t>(state, static_cast<uint64_t>(i), low, range);
-      out[i] = round_from_double<T>(static_cast<double>(value));
+      out[i] = round_to<T>(randint_element<int64_t>(state, static_cast<uint64_t>(i), low, range));
     } else {
       out[i] = randint_element<T>(state, static_cast<uint64_t>(i), low, range);
     }
@@ -69,7 +68,7 @@ __global__ void randint_kernel(T* out, int64_t n, int64_t low, int64_t range, Ph
 
 template <class T>
 void launch_fill(const StridedLayout<1>& layout, int64_t n, T* out, double value) {
-  launch_elementwise("fill", layout, n, Constant<T>{round_from_double<T>(value)}, out);
+  launch_elementwise("fill", layout, n, Constant<T>{round_to<T>(value)}, out);
 }
 
 template <class T>

@@ -1,13 +1,13 @@
 // The 16-bit element types as CUDA kernels see them: ember's BFloat16 and Float16 (core/half.h)
 // are __nv_bfloat16 and __half on the device. Kernels load an element as its compute type
 // (float for the 16-bit formats, the type itself otherwise), do their arithmetic there, and
-// round once where they store: to_compute() and round_to<T>() below (round_from_double() and
-// round_toward_zero() for the factories' own rounding rules). For float, double, int64
-// and bool both are the identity, so the float32 kernels compile to what they were.
+// round once where they store: to_compute() and round_to<T>() below (and round_toward_zero()
+// for rand's rule). For float, double, int64 and bool both are what they always were (the
+// identity, or the static_cast of a store), so those kernels compile to what they were.
 //
 // fmt-free and C++17: read by nvcc (the .cu files) and by the host compiler (the launchers'
 // declarations in the *_kernels.h headers name these types). CUDA's conversions are host and
-// device functions, so the host side (tests/test_cuda16_elements.cpp) checks them against
+// device functions, so the host side (tests/cuda/half_elements.cpp) checks them against
 // core/half.h. The mapping from ember's types is cuda/device_elements.h, host only.
 #pragma once
 
@@ -34,26 +34,26 @@ __host__ __device__ inline compute_t<T> to_compute(T value) {
   else return value;
 }
 
-// A computed value stored as a T: to the 16-bit formats through float, rounded to the nearest
-// value, ties to even (as core/half.h's constructors round); otherwise static_cast, as the
-// float32 kernels always stored.
+// A value stored as a T, what static_cast<T> stores for core's types: to the 16-bit formats
+// rounded once to the nearest value, ties to even, from a float (or a 16-bit value, widened) or
+// from the double itself (a double, or an integer as a double), never by way of float, where a
+// second rounding could land off a tie the double was not on, as core/half.h's constructors
+// round; otherwise static_cast, as the float32 kernels always stored.
 template <class T, class V>
 __host__ __device__ inline T round_to(V value) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(static_cast<float>(value));
-  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(value));
-  else if constexpr (std::is_same_v<T, V>) return value;
-  else return static_cast<T>(value);
-}
-
-// A double stored as a T, rounded once: to the 16-bit formats to nearest even from the double
-// itself, not by way of float, where a second rounding could land off a tie the double was not
-// on (as core/ops/factory.cpp rounds fill's value, arange's elements and randint's integers);
-// otherwise static_cast.
-template <class T>
-__host__ __device__ inline T round_from_double(double value) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __double2bfloat16(value);
-  else if constexpr (std::is_same_v<T, __half>) return __double2half(value);
-  else return static_cast<T>(value);
+  if constexpr (is_16_bit_element<T>) {
+    if constexpr (std::is_same_v<V, float> || is_16_bit_element<V>) {
+      if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(to_compute(value));
+      else return __float2half_rn(to_compute(value));
+    } else {
+      if constexpr (std::is_same_v<T, __nv_bfloat16>) return __double2bfloat16(static_cast<double>(value));
+      else return __double2half(static_cast<double>(value));
+    }
+  } else if constexpr (std::is_same_v<T, V>) {
+    return value;
+  } else {
+    return static_cast<T>(value);
+  }
 }
 
 // A float stored as a 16-bit T rounded towards zero: how a uniform [0, 1) draw becomes 16-bit

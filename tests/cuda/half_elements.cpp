@@ -110,19 +110,6 @@ TEST_CASE("CUDA's round-to-nearest-even stores the bits core/half.h rounds to") 
   check_rounding_agrees<Float16, __half>(probes);
 }
 
-TEST_CASE("round_to goes through float for 16-bit stores and is a plain cast otherwise") {
-  // 1 + 2^-8 + 2^-30 as a double: direct rounding to bfloat16 would go up, but float has
-  // already rounded the 2^-30 away, leaving a tie that goes to even (1.0), as on the CPU, where
-  // BFloat16's constructor takes a float.
-  const double above_tie = 1.0 + 0x1p-8 + 0x1p-30;
-  CHECK(bits_of(cuda::round_to<__nv_bfloat16>(above_tie)) == BFloat16(static_cast<float>(above_tie)).bits);
-  CHECK(bits_of(cuda::round_to<__nv_bfloat16>(above_tie)) == 0x3f80u);
-  CHECK(bits_of(cuda::round_to<__half>(int64_t{2049})) == Float16(2049.0f).bits);  // a tie between 2048 and 2050
-  CHECK(cuda::round_to<float>(0.1) == static_cast<float>(0.1));
-  CHECK(cuda::round_to<int64_t>(2.75) == 2);
-  CHECK(cuda::to_compute(2.5) == 2.5);
-}
-
 namespace {
 
 // The double rounded once to Host: rounded to float *to odd* first (towards zero, the last bit
@@ -139,7 +126,7 @@ template <class Host, class Device>
 void check_double_rounding(const std::vector<double>& values) {
   int mismatches = 0;
   for (const double value : values) {
-    const uint16_t device = bits_of(cuda::round_from_double<Device>(value));
+    const uint16_t device = bits_of(cuda::round_to<Device>(value));
     if (device != correctly_rounded<Host>(value).bits && ++mismatches <= 10)
       FAIL_CHECK("double " << value << ": CUDA 0x" << std::hex << device << ", ember 0x"
                            << correctly_rounded<Host>(value).bits);
@@ -157,7 +144,7 @@ Host rounded_down(float value) {
 
 }  // namespace
 
-TEST_CASE("doubles round once to 16 bits, as fill, arange and randint round them on the CPU") {
+TEST_CASE("doubles and integers round once to 16 bits, as core/half.h rounds them, not by way of float") {
   std::vector<double> values = {1.0 + 0x1p-8 + 0x1p-30, 1.0 + 0x1p-8, 1.0 + 0x1p-11 + 0x1p-40, 1.0 + 0x1p-11,
                                 2049.0, 16777217.0, 123456789.0, -0.1, 1e-300, 65520.0, 65519.0, 1e300, -0.0};
   std::mt19937_64 random(15);
@@ -169,8 +156,24 @@ TEST_CASE("doubles round once to 16 bits, as fill, arange and randint round them
   }
   check_double_rounding<BFloat16, __nv_bfloat16>(values);
   check_double_rounding<Float16, __half>(values);
-  CHECK(cuda::round_from_double<float>(0.1) == 0.1f);
-  CHECK(cuda::round_from_double<int64_t>(-2.5) == -2);
+  // 1 + 2^-8 + 2^-30 lies above the tie between 1 and 1 + 2^-7: it rounds up, where the float
+  // it rounds to (the tie itself, the 2^-30 dropped) would round to even, down to 1.
+  const double above_tie = 1.0 + 0x1p-8 + 0x1p-30;
+  CHECK(bits_of(cuda::round_to<__nv_bfloat16>(above_tie)) == 0x3f81u);
+  CHECK(bits_of(cuda::round_to<__nv_bfloat16>(static_cast<float>(above_tie))) == 0x3f80u);
+  // Integers go through double: 2049 is a float16 tie (to 2048), 2051 is not (to 2052), and
+  // 2^24 + 2^16 + 1, which float rounds to the bfloat16 tie 2^24 + 2^16 (then to even, 2^24),
+  // rounds up to 2^24 + 2^17.
+  CHECK(bits_of(cuda::round_to<__half>(int64_t{2049})) == Float16(2048.0f).bits);
+  CHECK(bits_of(cuda::round_to<__half>(int64_t{2051})) == Float16(2052.0f).bits);
+  CHECK(bits_of(cuda::round_to<__nv_bfloat16>(int64_t{(1 << 24) + (1 << 16) + 1})) ==
+        BFloat16(static_cast<float>((1 << 24) + (1 << 17))).bits);
+  CHECK(bits_of(cuda::round_to<__half>(true)) == Float16(1.0f).bits);
+  // Every other store is the static_cast the float32 kernels always made.
+  CHECK(cuda::round_to<float>(0.1) == static_cast<float>(0.1));
+  CHECK(cuda::round_to<int64_t>(2.75) == 2);
+  CHECK(cuda::round_to<bool>(0.5f));
+  CHECK(cuda::to_compute(2.5) == 2.5);
 }
 
 TEST_CASE("uniform draws round towards zero to 16 bits, as on the CPU, and stay below 1") {
