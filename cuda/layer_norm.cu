@@ -104,8 +104,9 @@ __global__ void layer_norm_grad_parameters(const T* grad_y, const T* x, const C*
         weight_sum += weight_partials[lane][threadIdx.x];
         bias_sum += bias_partials[lane][threadIdx.x];
       }
-      if (grad_weight != nullptr) grad_weight[column] = round_to<T>(weight_sum);
-      if (grad_bias != nullptr) grad_bias[column] = round_to<T>(bias_sum);
+      // Through the compute type, as the CPU stores these sums.
+      if (grad_weight != nullptr) grad_weight[column] = round_to<T>(static_cast<C>(weight_sum));
+      if (grad_bias != nullptr) grad_bias[column] = round_to<T>(static_cast<C>(bias_sum));
     }
     __syncthreads();  // the partials are rewritten by the next group of columns
   }
