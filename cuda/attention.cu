@@ -26,6 +26,13 @@
 // block produces 64 columns of the outputs (out, or dQ, dK and dV), and the grid's z dimension
 // covers wider head dims. With E, Ev <= 64 (the common case) every tile is loaded once.
 //
+// bfloat16 and float16. q, k, v, grad_out and an additive mask are read as float into the tiles,
+// so every product, the online softmax, the log-sum-exp and the accumulators are float32 (T is
+// the element type, C = compute_t<T> the arithmetic's: the float32 kernel itself); out, grad_k
+// and grad_v are rounded once where stored, and grad_q adds up in a float32 buffer that the
+// caller rounds into the 16-bit gradient. The products are the float32 kernel's, on the CUDA
+// cores: a tensor-core (mma) path for 16-bit operands is not written yet.
+//
 // Masks and edge cases follow the CPU kernel (core/ops/attention_cpu.cpp) exactly: a masked
 // score is -inf; a row with no key to attend to gets NaN (as softmax of all -inf does), and
 // its gradient through a bool or causal mask is zero; dropout keeps element e = (n L + i) S + j
@@ -35,6 +42,7 @@
 
 #include "cuda/attention_kernels.h"
 #include "cuda/check.h"
+#include "cuda/half_elements.h"
 #include "cuda/stream.h"
 
 namespace ember::cuda {
@@ -59,17 +67,18 @@ __device__ inline T* shared_tile(int index) {
 }
 
 // Loads rows [row0, row0 + 64) and columns [col0, col0 + 64) of matrix n of `operand` into a
-// tile, with zeros beyond `rows` and `cols`. Consecutive threads read consecutive columns,
-// which is coalesced for the usual unit column stride.
-template <class T>
-__device__ inline void load_tile(T* tile, const T* data, const AttentionLayout& layout, int operand, int64_t n,
+// tile of the compute type, with zeros beyond `rows` and `cols`. Consecutive threads read
+// consecutive columns, which is coalesced for the usual unit column stride.
+template <class C, class T>
+__device__ inline void load_tile(C* tile, const T* data, const AttentionLayout& layout, int operand, int64_t n,
                                  int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
   const int64_t base = layout.matrix_offset(operand, n);
   const int64_t row_stride = layout.row_stride[operand], col_stride = layout.col_stride[operand];
   for (int t = threadIdx.x; t < kTile * kTile; t += kThreads) {
     const int r = t / kTile, c = t % kTile;
     const int64_t row = row0 + r, col = col0 + c;
-    tile[r * kPitch + c] = row < rows && col < cols ? data[base + row * row_stride + col * col_stride] : T(0);
+    tile[r * kPitch + c] =
+        row < rows && col < cols ? to_compute(data[base + row * row_stride + col * col_stride]) : C(0);
   }
 }
 
@@ -149,43 +158,43 @@ __device__ inline bool is_masked_out(const AttentionLayout& layout, const Attent
 }
 
 // The score of (i, j): scale q_i . k_j (the product given), masked; -inf past the lengths.
-template <class T>
-__device__ inline T masked_score(const AttentionLayout& layout, const AttentionPointers<T>& args, int64_t n,
-                                 int64_t i, int64_t j, T product) {
-  if (i >= layout.target_length || j >= layout.source_length) return minus_infinity<T>();
-  if (is_masked_out(layout, args, n, i, j)) return minus_infinity<T>();
-  T score = product * args.scale;
-  if (args.added != nullptr) score += args.added[layout.offset(kAttentionMask, n, i, j)];
+template <class T, class C = compute_t<T>>
+__device__ inline C masked_score(const AttentionLayout& layout, const AttentionPointers<T>& args, int64_t n,
+                                 int64_t i, int64_t j, C product) {
+  if (i >= layout.target_length || j >= layout.source_length) return minus_infinity<C>();
+  if (is_masked_out(layout, args, n, i, j)) return minus_infinity<C>();
+  C score = product * args.scale;
+  if (args.added != nullptr) score += to_compute(args.added[layout.offset(kAttentionMask, n, i, j)]);
   return score;
 }
 
 // The dropout of the weights, drawn again wherever a kernel needs a weight's factor.
-template <class T>
+template <class T, class C = compute_t<T>>
 struct WeightsDropout {
   bool on;
   float p;
-  T keep_scale;        // 1 / (1 - p)
+  C keep_scale;        // 1 / (1 - p)
   PhiloxState draw;    // absolute: resolved once, from the device pair inside a CUDA graph
 
   __device__ explicit WeightsDropout(const AttentionPointers<T>& args)
       : on(args.dropout_p > 0),
         p(args.dropout_p),
-        keep_scale(on ? T(1) / (T(1) - T(args.dropout_p)) : T(1)),
+        keep_scale(on ? C(1) / (C(1) - C(args.dropout_p)) : C(1)),
         draw(on ? resolve(args.dropout_state) : PhiloxState{}) {}
 
   // 1 / (1 - p) if weight (i, j) of matrix n is kept, else 0; 1 without dropout.
-  __device__ T factor(const AttentionLayout& layout, int64_t n, int64_t i, int64_t j) const {
-    if (!on) return T(1);
+  __device__ C factor(const AttentionLayout& layout, int64_t n, int64_t i, int64_t j) const {
+    if (!on) return C(1);
     const uint64_t element = static_cast<uint64_t>((n * layout.target_length + i) * layout.source_length + j);
-    return uniform_float(random_word(draw, element)) >= p ? keep_scale : T(0);
+    return uniform_float(random_word(draw, element)) >= p ? keep_scale : C(0);
   }
 };
 
 // Scores of rows [row0, +64) against keys [key0, +64), scaled and masked: contracts over E,
 // 64 dims at a time through the q and k tiles (unless `loaded`: E <= 64 and both tiles hold
 // these rows and keys already).
-template <class T>
-__device__ inline void tile_scores(T (&s)[kPerThread][kPerThread], T* q_tile, T* k_tile, bool loaded,
+template <class T, class C = compute_t<T>>
+__device__ inline void tile_scores(C (&s)[kPerThread][kPerThread], C* q_tile, C* k_tile, bool loaded,
                                    const AttentionLayout& layout, const AttentionPointers<T>& args, int64_t n,
                                    int64_t row0, int64_t key0, int ty, int tx) {
   clear(s);
@@ -211,7 +220,8 @@ __device__ inline void tile_scores(T (&s)[kPerThread][kPerThread], T* q_tile, T*
 // the k tile takes v once the scores are done.
 template <class T>
 __global__ void __launch_bounds__(kThreads) attention_forward(AttentionLayout layout, AttentionPointers<T> args) {
-  T *const q_tile = shared_tile<T>(0), *const kv_tile = shared_tile<T>(1), *const weights_tile = shared_tile<T>(2);
+  using C = compute_t<T>;
+  C *const q_tile = shared_tile<C>(0), *const kv_tile = shared_tile<C>(1), *const weights_tile = shared_tile<C>(2);
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
   const int64_t L = layout.target_length, S = layout.source_length, E = layout.embed, Ev = layout.value_embed;
   const int64_t row0 = int64_t(blockIdx.x) * kTile, col0 = int64_t(blockIdx.z) * kTile;
@@ -221,10 +231,10 @@ __global__ void __launch_bounds__(kThreads) attention_forward(AttentionLayout la
   const bool q_resident = E <= kTile;
 
   for (int64_t n = blockIdx.y; n < layout.matrices; n += gridDim.y) {
-    T running_max[kPerThread], running_sum[kPerThread], acc[kPerThread][kPerThread];
+    C running_max[kPerThread], running_sum[kPerThread], acc[kPerThread][kPerThread];
     #pragma unroll
     for (int r = 0; r < kPerThread; ++r) {
-      running_max[r] = minus_infinity<T>();
+      running_max[r] = minus_infinity<C>();
       running_sum[r] = 0;
     }
     clear(acc);
@@ -234,26 +244,26 @@ __global__ void __launch_bounds__(kThreads) attention_forward(AttentionLayout la
         load_tile(kv_tile, args.k, layout, kAttentionK, n, key0, S, 0, E);
         __syncthreads();
       }
-      T s[kPerThread][kPerThread];
+      C s[kPerThread][kPerThread];
       tile_scores(s, q_tile, kv_tile, q_resident, layout, args, n, row0, key0, ty, tx);
       #pragma unroll
       for (int r = 0; r < kPerThread; ++r) {
-        T tile_max = s[r][0];
+        C tile_max = s[r][0];
         #pragma unroll
         for (int c = 1; c < kPerThread; ++c) tile_max = fmax(tile_max, s[r][c]);
-        const T new_max = fmax(running_max[r], row_max(tile_max));
+        const C new_max = fmax(running_max[r], row_max(tile_max));
         // A row with no key seen yet keeps max -inf: exponentiate against 0 so that its masked
         // scores give exp(-inf) = 0, not exp(-inf - -inf) = NaN.
-        const T base = new_max == minus_infinity<T>() ? T(0) : new_max;
-        const T rescale = exp(running_max[r] - base);
-        T tile_sum = 0;
+        const C base = new_max == minus_infinity<C>() ? C(0) : new_max;
+        const C rescale = exp(running_max[r] - base);
+        C tile_sum = 0;
         const int64_t i = row0 + ty + 16 * r;
         #pragma unroll
         for (int c = 0; c < kPerThread; ++c) {
-          const T e = exp(s[r][c] - base);
+          const C e = exp(s[r][c] - base);
           tile_sum += e;
           const int64_t j = key0 + tx + 16 * c;
-          const T factor = i < L && j < S ? dropout.factor(layout, n, i, j) : T(1);
+          const C factor = i < L && j < S ? dropout.factor(layout, n, i, j) : C(1);
           s[r][c] = e * factor;
         }
         running_sum[r] = running_sum[r] * rescale + row_sum(tile_sum);
@@ -280,7 +290,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward(AttentionLayout la
       #pragma unroll
       for (int c = 0; c < kPerThread; ++c) {
         const int64_t col = col0 + tx + 16 * c;
-        if (col < Ev) args.out[layout.offset(kAttentionOut, n, i, col)] = acc[r][c] / running_sum[r];
+        if (col < Ev) args.out[layout.offset(kAttentionOut, n, i, col)] = round_to<T>(acc[r][c] / running_sum[r]);
       }
       if (blockIdx.z == 0 && tx == 0) args.log_sum_exp[n * L + i] = running_max[r] + log(running_sum[r]);
     }
@@ -295,9 +305,10 @@ __global__ void out_dot_grad_rows(AttentionLayout layout, AttentionPointers<T> a
   const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
   for (int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
     const int64_t n = row / layout.target_length, i = row % layout.target_length;
-    T sum = 0;
+    compute_t<T> sum = 0;
     for (int64_t col = lane; col < layout.value_embed; col += 32) {
-      sum += args.grad_out[layout.offset(kAttentionGradOut, n, i, col)] * args.out[layout.offset(kAttentionOut, n, i, col)];
+      sum += to_compute(args.grad_out[layout.offset(kAttentionGradOut, n, i, col)]) *
+             to_compute(args.out[layout.offset(kAttentionOut, n, i, col)]);
     }
     for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
     if (lane == 0) args.out_dot_grad[row] = sum;
@@ -309,8 +320,9 @@ __global__ void out_dot_grad_rows(AttentionLayout layout, AttentionPointers<T> a
 // need more than 128 registers: one block per SM lets ptxas keep them all (no spills in float).
 template <class T>
 __global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayout layout, AttentionPointers<T> args) {
-  T *const q_tile = shared_tile<T>(0), *const k_tile = shared_tile<T>(1), *const grad_out_tile = shared_tile<T>(2);
-  T *const v_tile = shared_tile<T>(3), *const weights_tile = shared_tile<T>(4), *const grad_scores_tile = shared_tile<T>(5);
+  using C = compute_t<T>;
+  C *const q_tile = shared_tile<C>(0), *const k_tile = shared_tile<C>(1), *const grad_out_tile = shared_tile<C>(2);
+  C *const v_tile = shared_tile<C>(3), *const weights_tile = shared_tile<C>(4), *const grad_scores_tile = shared_tile<C>(5);
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
   const int64_t L = layout.target_length, S = layout.source_length, E = layout.embed, Ev = layout.value_embed;
   const int64_t key0 = int64_t(blockIdx.x) * kTile, col0 = int64_t(blockIdx.z) * kTile;
@@ -323,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayou
   const int64_t query_begin = args.is_causal ? key0 : 0;
 
   for (int64_t n = blockIdx.y; n < layout.matrices; n += gridDim.y) {
-    T grad_k[kPerThread][kPerThread], grad_v[kPerThread][kPerThread];
+    C grad_k[kPerThread][kPerThread], grad_v[kPerThread][kPerThread];
     clear(grad_k);
     clear(grad_v);
     if (resident) {
@@ -336,10 +348,10 @@ __global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayou
         load_tile(grad_out_tile, args.grad_out, layout, kAttentionGradOut, n, row0, L, 0, Ev);
         __syncthreads();
       }
-      T p[kPerThread][kPerThread];
+      C p[kPerThread][kPerThread];
       tile_scores(p, q_tile, k_tile, resident, layout, args, n, row0, key0, ty, tx);
       // dP = grad_out v^T, contracted over Ev.
-      T grad_p[kPerThread][kPerThread];
+      C grad_p[kPerThread][kPerThread];
       clear(grad_p);
       if (need_scores) {
         if (resident) {
@@ -357,8 +369,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayou
       #pragma unroll
       for (int r = 0; r < kPerThread; ++r) {
         const int64_t i = row0 + ty + 16 * r;
-        const T lse = i < L ? args.log_sum_exp[n * L + i] : T(0);
-        const T row_term = i < L && need_scores ? args.out_dot_grad[n * L + i] : T(0);
+        const C lse = i < L ? args.log_sum_exp[n * L + i] : C(0);
+        const C row_term = i < L && need_scores ? args.out_dot_grad[n * L + i] : C(0);
         #pragma unroll
         for (int c = 0; c < kPerThread; ++c) {
           const int64_t j = key0 + tx + 16 * c;
@@ -368,9 +380,9 @@ __global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayou
             continue;
           }
           // exp(-inf - -inf) = NaN on a row with no key: NaN weights, as the CPU's softmax gives.
-          const T probability = exp(p[r][c] - lse);
-          const T factor = dropout.factor(layout, n, i, j);
-          T grad_score = probability * (grad_p[r][c] * factor - row_term);
+          const C probability = exp(p[r][c] - lse);
+          const C factor = dropout.factor(layout, n, i, j);
+          C grad_score = probability * (grad_p[r][c] * factor - row_term);
           if (is_masked_out(layout, args, n, i, j)) grad_score = 0;  // masked_fill's backward
           weights_tile[(ty + 16 * r) * kPitch + tx + 16 * c] = probability * factor;
           grad_scores_tile[(ty + 16 * r) * kPitch + tx + 16 * c] = grad_score;
@@ -387,7 +399,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayou
       if (args.grad_v != nullptr && col0 < Ev) product_tn(grad_v, weights_tile, grad_out_tile, ty, tx);
       if (args.grad_k != nullptr && col0 < E) product_tn(grad_k, grad_scores_tile, q_tile, ty, tx);
       if (args.grad_q != nullptr && col0 < E) {
-        T grad_q[kPerThread][kPerThread];
+        C grad_q[kPerThread][kPerThread];
         clear(grad_q);
         product_nn(grad_q, grad_scores_tile, k_tile, ty, tx);
         #pragma unroll
@@ -410,9 +422,11 @@ __global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayou
       #pragma unroll
       for (int c = 0; c < kPerThread; ++c) {
         const int64_t col = col0 + tx + 16 * c;
-        if (args.grad_v != nullptr && col < Ev) args.grad_v[layout.offset(kAttentionGradV, n, j, col)] = grad_v[r][c];
+        if (args.grad_v != nullptr && col < Ev) {
+          args.grad_v[layout.offset(kAttentionGradV, n, j, col)] = round_to<T>(grad_v[r][c]);
+        }
         if (args.grad_k != nullptr && col < E) {
-          args.grad_k[layout.offset(kAttentionGradK, n, j, col)] = args.scale * grad_k[r][c];
+          args.grad_k[layout.offset(kAttentionGradK, n, j, col)] = round_to<T>(args.scale * grad_k[r][c]);
         }
       }
     }
@@ -439,7 +453,7 @@ void allow_shared_memory(Kernel kernel, size_t bytes, const char* op) {
 template <class T>
 void launch_attention_forward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (layout.matrices == 0 || layout.target_length == 0) return;
-  const size_t shared = 3 * kTileElements * sizeof(T);
+  const size_t shared = 3 * kTileElements * sizeof(compute_t<T>);
   static const bool allowed = (allow_shared_memory(attention_forward<T>, shared, "attention"), true);
   (void)allowed;
   const dim3 grid(tiles(layout.target_length), matrix_blocks(layout.matrices),
@@ -451,7 +465,7 @@ void launch_attention_forward(const AttentionLayout& layout, const AttentionPoin
 template <class T>
 void launch_attention_backward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (layout.matrices == 0 || layout.source_length == 0) return;
-  const size_t shared = 6 * kTileElements * sizeof(T);
+  const size_t shared = 6 * kTileElements * sizeof(compute_t<T>);
   static const bool allowed = (allow_shared_memory(attention_backward<T>, shared, "attention_backward"), true);
   (void)allowed;
   if (args.grad_q != nullptr || args.grad_k != nullptr) {
@@ -467,9 +481,13 @@ void launch_attention_backward(const AttentionLayout& layout, const AttentionPoi
   check_launch("attention_backward");
 }
 
-template void launch_attention_forward<float>(const AttentionLayout&, const AttentionPointers<float>&);
-template void launch_attention_forward<double>(const AttentionLayout&, const AttentionPointers<double>&);
-template void launch_attention_backward<float>(const AttentionLayout&, const AttentionPointers<float>&);
-template void launch_attention_backward<double>(const AttentionLayout&, const AttentionPointers<double>&);
+#define EMBER_INSTANTIATE(T)                                                                          \
+  template void launch_attention_forward<T>(const AttentionLayout&, const AttentionPointers<T>&); \
+  template void launch_attention_backward<T>(const AttentionLayout&, const AttentionPointers<T>&);
+EMBER_INSTANTIATE(float)
+EMBER_INSTANTIATE(double)
+EMBER_INSTANTIATE(__nv_bfloat16)
+EMBER_INSTANTIATE(__half)
+#undef EMBER_INSTANTIATE
 
 }  // namespace ember::cuda

@@ -1,17 +1,21 @@
 // Launchers of the fused attention kernels (cuda/attention.cu), on raw pointers and an
-// AttentionLayout so that g++ can call what nvcc compiled. Defined for float and double.
+// AttentionLayout so that g++ can call what nvcc compiled. T: float, double, __nv_bfloat16 and
+// __half; a 16-bit attention computes in float32 (cuda/attention.cu), so its per-row values and
+// grad_q's accumulator are float32 (compute_t<T>).
 #pragma once
 
 #include <cstdint>
 
 #include "core/random.h"
 #include "cuda/attention_layout.h"
+#include "cuda/half_elements.h"
 
 namespace ember::cuda {
 
 // What the kernels take besides the operands (core's AttentionArgs, fmt-free).
 template <class T>
 struct AttentionPointers {
+  using Compute = compute_t<T>;
   const T* q = nullptr;
   const T* k = nullptr;
   const T* v = nullptr;
@@ -19,16 +23,18 @@ struct AttentionPointers {
   const bool* allowed = nullptr;  // a bool mask (true = may attend), or
   const T* added = nullptr;       // an additive mask, or neither
   bool is_causal = false;
-  T scale = 1;
+  Compute scale = 1;
   float dropout_p = 0;  // compared with uniform_float as the dropout op does
   PhiloxState dropout_state;
-  T* log_sum_exp = nullptr;  // [matrices, L], contiguous: the forward writes it, the backward reads it
+  Compute* log_sum_exp = nullptr;  // [matrices, L], contiguous: the forward writes it, the backward reads it
   // Backward only (each gradient may be null when not needed):
   const T* grad_out = nullptr;
-  T* grad_q = nullptr;  // accumulated into (atomically): the caller zeroes it first
+  // Accumulated into (atomically): the caller zeroes it first. For 16-bit T a float32 buffer
+  // laid out as grad_q is, which the caller rounds into grad_q afterwards.
+  Compute* grad_q = nullptr;
   T* grad_k = nullptr;
   T* grad_v = nullptr;
-  T* out_dot_grad = nullptr;  // [matrices, L] scratch: rowsum(grad_out * out)
+  Compute* out_dot_grad = nullptr;  // [matrices, L] scratch: rowsum(grad_out * out)
 };
 
 // out = dropout(softmax(scale q k^T + mask)) v, and the log-sum-exp of each row of scores.

@@ -2,6 +2,7 @@
 // operands (same dtype and device, broadcastable); out may alias a (in-place ops).
 #include "core/ops/elementwise.h"
 #include "cuda/binary_kernels.h"
+#include "cuda/device_elements.h"
 #include "cuda/tensor_layout.h"
 
 namespace ember::cuda {
@@ -10,16 +11,18 @@ namespace {
 void binary_cuda(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   const StridedLayout<3> layout = strided_layout<3>(binary_op_name(op), {&out, &a, &b});
   if (out.dtype() == kBool) {
-    visit_dtype(a.dtype(), binary_op_name(op), [&]<class T>() {
-      launch_binary_predicate<T>(op, layout, out.numel(), out.data_ptr<bool>(), a.data_ptr<T>(), b.data_ptr<T>());
+    visit_any_dtype(a.dtype(), [&]<class T>() {
+      launch_binary_predicate<device_element_t<T>>(op, layout, out.numel(), out.data_ptr<bool>(), device_data<T>(a),
+                                                   device_data<T>(b));
     });
     return;
   }
-  visit_numeric(a.dtype(), binary_op_name(op), [&]<class T>() {
-    if constexpr (!std::is_floating_point_v<T>) {
+  visit_any_numeric(a.dtype(), binary_op_name(op), [&]<class T>() {
+    if constexpr (!is_floating_element<T>) {
       if (op == BinaryOp::Div || op == BinaryOp::Pow) fail("{}: not defined for {}", binary_op_name(op), a.dtype());
     }
-    launch_binary_arithmetic<T>(op, layout, out.numel(), out.data_ptr<T>(), a.data_ptr<T>(), b.data_ptr<T>());
+    launch_binary_arithmetic<device_element_t<T>>(op, layout, out.numel(), device_data<T>(out), device_data<T>(a),
+                                                  device_data<T>(b));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::binary, DeviceType::CUDA, binary_cuda);

@@ -50,31 +50,35 @@ struct Predicate {
 
 }  // namespace
 
+// A 16-bit T runs the float functors (in_compute_type: widened on load, rounded on store).
 template <class T>
 void launch_binary_arithmetic(BinaryOp op, const StridedLayout<3>& layout, int64_t n, T* out, const T* a,
                               const T* b) {
-  launch_elementwise("binary", layout, n, Arithmetic<T>{op}, out, a, b);
+  launch_elementwise("binary", layout, n, in_compute_type<T>(Arithmetic<compute_t<T>>{op}), out, a, b);
 }
 
 template <class T>
 void launch_binary_predicate(BinaryOp op, const StridedLayout<3>& layout, int64_t n, bool* out, const T* a,
                              const T* b) {
-  launch_elementwise("binary", layout, n, Predicate<T>{op}, out, a, b);
+  launch_elementwise("binary", layout, n, in_compute_type<bool>(Predicate<compute_t<T>>{op}), out, a, b);
 }
 
-template void launch_binary_arithmetic<float>(BinaryOp, const StridedLayout<3>&, int64_t, float*, const float*,
-                                              const float*);
-template void launch_binary_arithmetic<double>(BinaryOp, const StridedLayout<3>&, int64_t, double*, const double*,
-                                               const double*);
-template void launch_binary_arithmetic<int64_t>(BinaryOp, const StridedLayout<3>&, int64_t, int64_t*,
-                                                const int64_t*, const int64_t*);
-template void launch_binary_predicate<float>(BinaryOp, const StridedLayout<3>&, int64_t, bool*, const float*,
-                                             const float*);
-template void launch_binary_predicate<double>(BinaryOp, const StridedLayout<3>&, int64_t, bool*, const double*,
-                                              const double*);
-template void launch_binary_predicate<int64_t>(BinaryOp, const StridedLayout<3>&, int64_t, bool*, const int64_t*,
-                                               const int64_t*);
-template void launch_binary_predicate<bool>(BinaryOp, const StridedLayout<3>&, int64_t, bool*, const bool*,
-                                            const bool*);
+#define EMBER_INSTANTIATE_ARITHMETIC(T) \
+  template void launch_binary_arithmetic<T>(BinaryOp, const StridedLayout<3>&, int64_t, T*, const T*, const T*);
+#define EMBER_INSTANTIATE_PREDICATE(T) \
+  template void launch_binary_predicate<T>(BinaryOp, const StridedLayout<3>&, int64_t, bool*, const T*, const T*);
+EMBER_INSTANTIATE_ARITHMETIC(float)
+EMBER_INSTANTIATE_ARITHMETIC(double)
+EMBER_INSTANTIATE_ARITHMETIC(int64_t)
+EMBER_INSTANTIATE_ARITHMETIC(__nv_bfloat16)
+EMBER_INSTANTIATE_ARITHMETIC(__half)
+EMBER_INSTANTIATE_PREDICATE(float)
+EMBER_INSTANTIATE_PREDICATE(double)
+EMBER_INSTANTIATE_PREDICATE(int64_t)
+EMBER_INSTANTIATE_PREDICATE(bool)
+EMBER_INSTANTIATE_PREDICATE(__nv_bfloat16)
+EMBER_INSTANTIATE_PREDICATE(__half)
+#undef EMBER_INSTANTIATE_ARITHMETIC
+#undef EMBER_INSTANTIATE_PREDICATE
 
 }  // namespace ember::cuda

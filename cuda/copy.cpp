@@ -10,6 +10,7 @@
 #include "core/ops/copy.h"
 #include "cuda/check.h"
 #include "cuda/copy_kernels.h"
+#include "cuda/device_elements.h"
 #include "cuda/host_wait.h"
 #include "cuda/stream.h"
 #include "cuda/tensor_layout.h"
@@ -26,9 +27,10 @@ size_t byte_size(const Tensor& t) { return static_cast<size_t>(t.numel()) * elem
 // dst = src converted, broadcast and rearranged; both on the same GPU.
 void convert_on_device(const Tensor& dst, const Tensor& src) {
   const StridedLayout<2> layout = strided_layout<2>("copy", {&dst, &src});
-  visit_dtype(dst.dtype(), "copy", [&]<class Out>() {
-    visit_dtype(src.dtype(), "copy", [&]<class In>() {
-      launch_convert<Out, In>(layout, dst.numel(), dst.data_ptr<Out>(), src.data_ptr<In>());
+  visit_any_dtype(dst.dtype(), [&]<class Out>() {
+    visit_any_dtype(src.dtype(), [&]<class In>() {
+      launch_convert<device_element_t<Out>, device_element_t<In>>(layout, dst.numel(), device_data<Out>(dst),
+                                                                  device_data<In>(src));
     });
   });
 }

@@ -4,12 +4,14 @@
 
 #include <cstdint>
 
+#include "cuda/half_elements.h"
 #include "cuda/strided_layout.h"
 
 namespace ember::cuda {
 
-// out[i] = static_cast<Out>(in[i]) over layout (operand 0 out, operand 1 in); Out and In are
-// float, double, int64_t or bool.
+// out[i] = in[i] converted to Out over layout (operand 0 out, operand 1 in); Out and In are
+// float, double, int64_t, bool, __nv_bfloat16 or __half (cuda/half_elements.h: to a 16-bit
+// type through float, rounded to nearest even).
 template <class Out, class In>
 void launch_convert(const StridedLayout<2>& layout, int64_t n, Out* out, const In* in);
 

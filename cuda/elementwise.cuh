@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cuda/check.h"
+#include "cuda/half_elements.h"
 #include "cuda/launch.h"
 #include "cuda/strided_layout.h"
 #include "cuda/stream.h"
@@ -34,6 +35,24 @@ __global__ void elementwise_kernel(StridedLayout<sizeof...(In) + 1> layout, int6
     element_offsets(layout, i, offset);
     apply_at(offset, f, out, std::index_sequence_for<In...>{}, in...);
   }
+}
+
+// f applied to its operands widened to their compute types, its result rounded once to Out: how
+// a kernel over 16-bit elements runs the float functor (cuda/half_elements.h). For every other
+// element type both conversions are the identity, so the float32 and float64 kernels are
+// unchanged.
+template <class Out, class F>
+struct InComputeType {
+  F f;
+  template <class... In>
+  __device__ Out operator()(In... in) const {
+    return round_to<Out>(f(to_compute(in)...));
+  }
+};
+
+template <class Out, class F>
+InComputeType<Out, F> in_compute_type(F f) {
+  return {f};
 }
 
 // Launches elementwise_kernel over the layout's n elements and checks the launch.

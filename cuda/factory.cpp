@@ -1,6 +1,7 @@
 // The CUDA entries of the factory kernel tables (fill, arange, rand, randn, randint). The
 // kernels are in cuda/factory.cu; here dtypes become C++ types, as in core/ops/factory.cpp.
 #include "core/ops/factory.h"
+#include "cuda/device_elements.h"
 #include "cuda/factory_kernels.h"
 #include "cuda/tensor_layout.h"
 
@@ -9,25 +10,32 @@ namespace {
 
 void fill_cuda(const Tensor& out, double value) {
   const StridedLayout<1> layout = strided_layout<1>("fill", {&out});
-  visit_dtype(out.dtype(), "fill", [&]<class T>() { launch_fill<T>(layout, out.numel(), out.data_ptr<T>(), static_cast<T>(value)); });
+  visit_any_dtype(out.dtype(), [&]<class T>() {
+    launch_fill<device_element_t<T>>(layout, out.numel(), device_data<T>(out), value);
+  });
 }
 
 // The factories below write tensors they have just made, which are contiguous.
 void arange_cuda(const Tensor& out, double start, double step) {
-  visit_numeric(out.dtype(), "arange", [&]<class T>() { launch_arange<T>(out.data_ptr<T>(), out.numel(), start, step); });
+  visit_any_numeric(out.dtype(), "arange", [&]<class T>() {
+    launch_arange<device_element_t<T>>(device_data<T>(out), out.numel(), start, step);
+  });
 }
 
 void uniform_cuda(const Tensor& out, PhiloxState state) {
-  visit_floating(out.dtype(), "rand", [&]<class T>() { launch_uniform<T>(out.data_ptr<T>(), out.numel(), state); });
+  visit_any_floating(out.dtype(), "rand",
+                     [&]<class T>() { launch_uniform<device_element_t<T>>(device_data<T>(out), out.numel(), state); });
 }
 
 void normal_cuda(const Tensor& out, PhiloxState state) {
-  visit_floating(out.dtype(), "randn", [&]<class T>() { launch_normal<T>(out.data_ptr<T>(), out.numel(), state); });
+  visit_any_floating(out.dtype(), "randn",
+                     [&]<class T>() { launch_normal<device_element_t<T>>(device_data<T>(out), out.numel(), state); });
 }
 
 void randint_cuda(const Tensor& out, int64_t low, int64_t range, PhiloxState state) {
-  visit_numeric(out.dtype(), "randint",
-                [&]<class T>() { launch_randint<T>(out.data_ptr<T>(), out.numel(), low, range, state); });
+  visit_any_numeric(out.dtype(), "randint", [&]<class T>() {
+    launch_randint<device_element_t<T>>(device_data<T>(out), out.numel(), low, range, state);
+  });
 }
 
 EMBER_REGISTER_KERNEL(kernels::fill, DeviceType::CUDA, fill_cuda);

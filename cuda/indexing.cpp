@@ -3,16 +3,22 @@
 // before (core/ops/index_check.h).
 #include "core/ops/indexing.h"
 
+#include "cuda/copy_kernels.h"
+#include "cuda/device_elements.h"
+#include "cuda/index_add.h"
 #include "cuda/indexing_kernels.h"
+#include "cuda/tensor_layout.h"
 
 namespace ember::cuda {
 namespace {
 
-// The copying kernels by element size: bool, float and double/int64 move as 1, 4 and 8 bytes.
+// The copying kernels by element size: bool, the 16-bit formats, float and double/int64 move as
+// 1, 2, 4 and 8 bytes.
 template <class Fn>
 void visit_element_size(DType dtype, Fn&& fn) {
   switch (element_size(dtype)) {
     case 1: fn.template operator()<uint8_t>(); break;
+    case 2: fn.template operator()<uint16_t>(); break;
     case 4: fn.template operator()<uint32_t>(); break;
     default: fn.template operator()<uint64_t>(); break;
   }
@@ -50,12 +56,22 @@ void index_select_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Te
 }
 EMBER_REGISTER_KERNEL(kernels::index_select, DeviceType::CUDA, index_select_cuda);
 
+// The adding kernels on a 16-bit target: 16-bit atomics would round the sum at every addition
+// (and are slow where they exist), so add(wide) adds into a float32 copy of target, which is
+// rounded back to target once at the end.
+template <class T, class Add>
+void add_in_float32(const char* op, const Tensor& target, Add&& add) {
+  using Device = device_element_t<T>;
+  const Tensor wide = make_tensor(target.sizes(), kFloat32, target.device());
+  launch_convert<float, Device>(strided_layout<2>(op, {&wide, &target}), wide.numel(), wide.data_ptr<float>(),
+                                device_data<T>(target));
+  add(wide);
+  launch_convert<Device, float>(strided_layout<2>(op, {&target, &wide}), target.numel(), device_data<T>(target),
+                                wide.data_ptr<float>());
+}
+
 void index_add_cuda(const Tensor& target, const Tensor& source, int64_t dim, const Tensor& index) {
-  visit_numeric(target.dtype(), "index_add", [&]<class T>() {
-    launch_index_add<T>(target.data_ptr<T>(), source.data_ptr<T>(), index.data_ptr<int64_t>(),
-                        product(target.sizes(), 0, dim), target.sizes()[dim], index.numel(),
-                        product(target.sizes(), dim + 1, target.dim()), /*skip=*/-1);
-  });
+  index_add_rows("index_add", target, source, dim, index, /*skip=*/-1);
 }
 EMBER_REGISTER_KERNEL(kernels::index_add, DeviceType::CUDA, index_add_cuda);
 
@@ -69,12 +85,38 @@ void gather_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& 
 EMBER_REGISTER_KERNEL(kernels::gather, DeviceType::CUDA, gather_cuda);
 
 void scatter_add_cuda(const Tensor& target, const Tensor& source, int64_t dim, const Tensor& index) {
-  const IndexGeometry geometry = geometry_of("scatter_add", index, target, dim);
-  visit_numeric(target.dtype(), "scatter_add", [&]<class T>() {
-    launch_scatter_add<T>(target.data_ptr<T>(), source.data_ptr<T>(), index.data_ptr<int64_t>(), geometry);
+  visit_any_numeric(target.dtype(), "scatter_add", [&]<class T>() {
+    if constexpr (is_16_bit_element<device_element_t<T>>) {
+      add_in_float32<T>("scatter_add", target, [&](const Tensor& wide) {
+        launch_scatter_add<float, device_element_t<T>>(wide.data_ptr<float>(), device_data<T>(source),
+                                                       index.data_ptr<int64_t>(),
+                                                       geometry_of("scatter_add", index, wide, dim));
+      });
+    } else {
+      launch_scatter_add<T, T>(target.data_ptr<T>(), source.data_ptr<T>(), index.data_ptr<int64_t>(),
+                               geometry_of("scatter_add", index, target, dim));
+    }
   });
 }
 EMBER_REGISTER_KERNEL(kernels::scatter_add, DeviceType::CUDA, scatter_add_cuda);
 
 }  // namespace
+
+void index_add_rows(const char* op, const Tensor& target, const Tensor& source, int64_t dim, const Tensor& index,
+                    int64_t skip) {
+  const int64_t outer = product(target.sizes(), 0, dim), size = target.sizes()[dim];
+  const int64_t inner = product(target.sizes(), dim + 1, target.dim()), count = index.numel();
+  visit_any_numeric(target.dtype(), op, [&]<class T>() {
+    if constexpr (is_16_bit_element<device_element_t<T>>) {
+      add_in_float32<T>(op, target, [&](const Tensor& wide) {
+        launch_index_add<float, device_element_t<T>>(wide.data_ptr<float>(), device_data<T>(source),
+                                                     index.data_ptr<int64_t>(), outer, size, count, inner, skip);
+      });
+    } else {
+      launch_index_add<T, T>(target.data_ptr<T>(), source.data_ptr<T>(), index.data_ptr<int64_t>(), outer, size,
+                             count, inner, skip);
+    }
+  });
+}
+
 }  // namespace ember::cuda

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "cuda/check.h"
+#include "cuda/half_elements.h"
 #include "cuda/indexing_kernels.h"
 #include "cuda/launch.h"
 #include "cuda/stream.h"
@@ -30,15 +31,15 @@ __device__ void add_to(int64_t* to, int64_t value) {
 __device__ void add_to(float* to, float value) { atomicAdd(to, value); }
 __device__ void add_to(double* to, double value) { atomicAdd(to, value); }
 
-template <class T>
-__global__ void index_add_elements(T* target, const T* source, const int64_t* index, int64_t outer, int64_t size,
+template <class T, class Source>
+__global__ void index_add_elements(T* target, const Source* source, const int64_t* index, int64_t outer, int64_t size,
                                    int64_t count, int64_t inner, int64_t skip) {
   const int64_t total = outer * count * inner;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t column = i % inner, j = (i / inner) % count, o = i / (inner * count);
     const int64_t at = index[j];
     if (at == skip || at < 0 || at >= size) continue;
-    add_to(target + (o * size + at) * inner + column, source[i]);
+    add_to(target + (o * size + at) * inner + column, static_cast<T>(to_compute(source[i])));
   }
 }
 
@@ -73,11 +74,12 @@ __global__ void gather_elements(const Element* x, const int64_t* index, Element*
   }
 }
 
-template <class T>
-__global__ void scatter_add_elements(T* target, const T* source, const int64_t* index, IndexGeometry geometry) {
+template <class T, class Source>
+__global__ void scatter_add_elements(T* target, const Source* source, const int64_t* index, IndexGeometry geometry) {
   const int64_t total = positions_of(geometry);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    if (in_range(geometry, index, i)) add_to(target + indexed_offset(geometry, index, i), source[i]);
+    if (in_range(geometry, index, i))
+      add_to(target + indexed_offset(geometry, index, i), static_cast<T>(to_compute(source[i])));
   }
 }
 
@@ -93,9 +95,9 @@ void launch_index_select(const Element* x, const int64_t* index, Element* out, i
   check_launch("index_select");
 }
 
-template <class T>
-void launch_index_add(T* target, const T* source, const int64_t* index, int64_t outer, int64_t size, int64_t count,
-                      int64_t inner, int64_t skip) {
+template <class T, class Source>
+void launch_index_add(T* target, const Source* source, const int64_t* index, int64_t outer, int64_t size,
+                      int64_t count, int64_t inner, int64_t skip) {
   const int64_t total = outer * count * inner;
   if (total == 0) return;
   index_add_elements<<<blocks_for(total), kThreadsPerBlock, 0, current_stream()>>>(
@@ -111,8 +113,8 @@ void launch_gather(const Element* x, const int64_t* index, Element* out, const I
   check_launch("gather");
 }
 
-template <class T>
-void launch_scatter_add(T* target, const T* source, const int64_t* index, const IndexGeometry& geometry) {
+template <class T, class Source>
+void launch_scatter_add(T* target, const Source* source, const int64_t* index, const IndexGeometry& geometry) {
   const int64_t total = positions_of(geometry);
   if (total == 0) return;
   scatter_add_elements<<<blocks_for(total), kThreadsPerBlock, 0, current_stream()>>>(target, source, index, geometry);
@@ -123,16 +125,20 @@ void launch_scatter_add(T* target, const T* source, const int64_t* index, const 
   template void launch_index_select<E>(const E*, const int64_t*, E*, int64_t, int64_t, int64_t, int64_t); \
   template void launch_gather<E>(const E*, const int64_t*, E*, const IndexGeometry&);
 EMBER_INSTANTIATE_COPYING(uint8_t)
+EMBER_INSTANTIATE_COPYING(uint16_t)
 EMBER_INSTANTIATE_COPYING(uint32_t)
 EMBER_INSTANTIATE_COPYING(uint64_t)
 #undef EMBER_INSTANTIATE_COPYING
 
-#define EMBER_INSTANTIATE_ADDING(T)                                                                              \
-  template void launch_index_add<T>(T*, const T*, const int64_t*, int64_t, int64_t, int64_t, int64_t, int64_t); \
-  template void launch_scatter_add<T>(T*, const T*, const int64_t*, const IndexGeometry&);
-EMBER_INSTANTIATE_ADDING(float)
-EMBER_INSTANTIATE_ADDING(double)
-EMBER_INSTANTIATE_ADDING(int64_t)
+#define EMBER_INSTANTIATE_ADDING(T, Source)                                                                   \
+  template void launch_index_add<T, Source>(T*, const Source*, const int64_t*, int64_t, int64_t, int64_t,      \
+                                            int64_t, int64_t);                                                 \
+  template void launch_scatter_add<T, Source>(T*, const Source*, const int64_t*, const IndexGeometry&);
+EMBER_INSTANTIATE_ADDING(float, float)
+EMBER_INSTANTIATE_ADDING(double, double)
+EMBER_INSTANTIATE_ADDING(int64_t, int64_t)
+EMBER_INSTANTIATE_ADDING(float, __nv_bfloat16)
+EMBER_INSTANTIATE_ADDING(float, __half)
 #undef EMBER_INSTANTIATE_ADDING
 
 }  // namespace ember::cuda

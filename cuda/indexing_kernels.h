@@ -5,8 +5,10 @@
 // then these kernels must not touch memory through it, so they skip it (gathers read 0).
 //
 // The copying kernels move elements without looking at them, so they are instantiated per
-// element size (uint8_t, uint32_t, uint64_t stand for bool, float, double and int64); the
-// adding ones for float, double and int64_t.
+// element size (uint8_t, uint16_t, uint32_t, uint64_t stand for bool, the 16-bit formats, float,
+// double and int64); the adding ones for float, double and int64_t targets, with a source of the
+// target's type or, into a float target, a 16-bit one (cuda/indexing.cpp adds 16-bit targets up
+// in a float32 copy and rounds once at the end).
 #pragma once
 
 #include <cstdint>
@@ -34,8 +36,8 @@ void launch_index_select(const Element* x, const int64_t* index, Element* out, i
 // target[o, index[j], :] += source[o, j, :], skipping j whose index equals `skip` (embedding's
 // padding row; -1 skips nothing). Repeated indices add up (atomically: the order of the
 // additions, and so the last bits of a float sum, may differ from run to run).
-template <class T>
-void launch_index_add(T* target, const T* source, const int64_t* index, int64_t outer, int64_t size, int64_t count,
+template <class T, class Source>
+void launch_index_add(T* target, const Source* source, const int64_t* index, int64_t outer, int64_t size, int64_t count,
                       int64_t inner, int64_t skip);
 
 // out[p] = x[p with coordinate dim replaced by index[p]] for every position p of the index;
@@ -45,7 +47,7 @@ void launch_gather(const Element* x, const int64_t* index, Element* out, const I
 
 // target[p with coordinate dim replaced by index[p]] += source[p]; source and index contiguous,
 // target written through geometry.strides, atomically.
-template <class T>
-void launch_scatter_add(T* target, const T* source, const int64_t* index, const IndexGeometry& geometry);
+template <class T, class Source>
+void launch_scatter_add(T* target, const Source* source, const int64_t* index, const IndexGeometry& geometry);
 
 }  // namespace ember::cuda

@@ -3,12 +3,15 @@
 // and grad_bias are sums over rows, computed by a second kernel in which a block owns 32
 // columns and its 16 thread rows walk the rows: reads stay coalesced, each column's sum is
 // formed in a fixed order (no atomics, so the result is reproducible), and float32 sums are
-// accumulated in double, as on the CPU.
+// accumulated in double, as on the CPU. bfloat16 and float16 rows are read as float: the
+// statistics (mean and rstd, kept in float32) and every output are computed in float32, and
+// each output is rounded once where it is stored.
 #include <cmath>
 #include <type_traits>
 
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
+#include "cuda/half_elements.h"
 #include "cuda/launch.h"
 #include "cuda/layer_norm_kernels.h"
 #include "cuda/stream.h"
@@ -16,52 +19,58 @@
 namespace ember::cuda {
 namespace {
 
-template <class T>
-__global__ void layer_norm_rows(const T* x, const T* weight, const T* bias, T* y, T* mean, T* rstd, int64_t rows,
-                                int64_t n, T eps) {
-  const T inverse_n = T(1) / static_cast<T>(n);
+template <class T, class C = compute_t<T>>
+__global__ void layer_norm_rows(const T* x, const T* weight, const T* bias, T* y, C* mean, C* rstd, int64_t rows,
+                                int64_t n, C eps) {
+  const C inverse_n = C(1) / static_cast<C>(n);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* in = x + row * n;
     T* out = y + row * n;
-    T sum = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += in[i];
-    const T mu = block_sum(sum) * inverse_n;
-    T squares = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) squares += (in[i] - mu) * (in[i] - mu);
-    const T sigma_inverse = T(1) / sqrt(block_sum(squares) * inverse_n + eps);
+    C sum = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += to_compute(in[i]);
+    const C mu = block_sum(sum) * inverse_n;
+    C squares = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const C deviation = to_compute(in[i]) - mu;
+      squares += deviation * deviation;
+    }
+    const C sigma_inverse = C(1) / sqrt(block_sum(squares) * inverse_n + eps);
     if (threadIdx.x == 0) {
       mean[row] = mu;
       rstd[row] = sigma_inverse;
     }
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      T value = (in[i] - mu) * sigma_inverse;
-      if (weight != nullptr) value *= weight[i];
-      if (bias != nullptr) value += bias[i];
-      out[i] = value;
+      C value = (to_compute(in[i]) - mu) * sigma_inverse;
+      if (weight != nullptr) value *= to_compute(weight[i]);
+      if (bias != nullptr) value += to_compute(bias[i]);
+      out[i] = round_to<T>(value);
     }
   }
 }
 
 // grad_x = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = grad_y * weight.
-template <class T>
-__global__ void layer_norm_grad_x(const T* grad_y, const T* x, const T* mean, const T* rstd, const T* weight,
+template <class T, class C = compute_t<T>>
+__global__ void layer_norm_grad_x(const T* grad_y, const T* x, const C* mean, const C* rstd, const T* weight,
                                   T* grad_x, int64_t rows, int64_t n) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* in = x + row * n;
     const T* g = grad_y + row * n;
-    const T m = mean[row], s = rstd[row];
-    T sum_g = 0, sum_g_xhat = 0;
+    const C m = mean[row], s = rstd[row];
+    // g * weight, in the compute type.
+    auto scaled_at = [&](int64_t i) {
+      return weight != nullptr ? to_compute(g[i]) * to_compute(weight[i]) : to_compute(g[i]);
+    };
+    C sum_g = 0, sum_g_xhat = 0;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const T scaled = weight != nullptr ? g[i] * weight[i] : g[i];
+      const C scaled = scaled_at(i);
       sum_g += scaled;
-      sum_g_xhat += scaled * ((in[i] - m) * s);
+      sum_g_xhat += scaled * ((to_compute(in[i]) - m) * s);
     }
-    const T mean_g = block_sum(sum_g) / static_cast<T>(n);
-    const T mean_g_xhat = block_sum(sum_g_xhat) / static_cast<T>(n);
+    const C mean_g = block_sum(sum_g) / static_cast<C>(n);
+    const C mean_g_xhat = block_sum(sum_g_xhat) / static_cast<C>(n);
     T* gx = grad_x + row * n;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const T scaled = weight != nullptr ? g[i] * weight[i] : g[i];
-      gx[i] = s * (scaled - mean_g - (in[i] - m) * s * mean_g_xhat);
+      gx[i] = round_to<T>(s * (scaled_at(i) - mean_g - (to_compute(in[i]) - m) * s * mean_g_xhat));
     }
   }
 }
@@ -70,10 +79,10 @@ constexpr int kColumnsPerBlock = 32, kRowLanes = 16;
 
 // grad_weight[i] = sum over rows of grad_y * xhat, grad_bias[i] = sum over rows of grad_y.
 // Launched with blockDim (kColumnsPerBlock, kRowLanes).
-template <class T>
-__global__ void layer_norm_grad_parameters(const T* grad_y, const T* x, const T* mean, const T* rstd,
+template <class T, class C = compute_t<T>>
+__global__ void layer_norm_grad_parameters(const T* grad_y, const T* x, const C* mean, const C* rstd,
                                            T* grad_weight, T* grad_bias, int64_t rows, int64_t n) {
-  using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+  using Acc = std::conditional_t<std::is_same_v<C, float>, double, C>;
   __shared__ Acc weight_partials[kRowLanes][kColumnsPerBlock];
   __shared__ Acc bias_partials[kRowLanes][kColumnsPerBlock];
   for (int64_t first = blockIdx.x * int64_t(kColumnsPerBlock); first < n;
@@ -82,8 +91,8 @@ __global__ void layer_norm_grad_parameters(const T* grad_y, const T* x, const T*
     Acc weight_sum = 0, bias_sum = 0;
     if (column < n) {
       for (int64_t row = threadIdx.y; row < rows; row += kRowLanes) {
-        const T g = grad_y[row * n + column];
-        weight_sum += static_cast<Acc>(g * ((x[row * n + column] - mean[row]) * rstd[row]));
+        const C g = to_compute(grad_y[row * n + column]);
+        weight_sum += static_cast<Acc>(g * ((to_compute(x[row * n + column]) - mean[row]) * rstd[row]));
         bias_sum += static_cast<Acc>(g);
       }
     }
@@ -95,8 +104,9 @@ __global__ void layer_norm_grad_parameters(const T* grad_y, const T* x, const T*
         weight_sum += weight_partials[lane][threadIdx.x];
         bias_sum += bias_partials[lane][threadIdx.x];
       }
-      if (grad_weight != nullptr) grad_weight[column] = static_cast<T>(weight_sum);
-      if (grad_bias != nullptr) grad_bias[column] = static_cast<T>(bias_sum);
+      // Through the compute type, as the CPU stores these sums.
+      if (grad_weight != nullptr) grad_weight[column] = round_to<T>(static_cast<C>(weight_sum));
+      if (grad_bias != nullptr) grad_bias[column] = round_to<T>(static_cast<C>(bias_sum));
     }
     __syncthreads();  // the partials are rewritten by the next group of columns
   }
@@ -105,17 +115,17 @@ __global__ void layer_norm_grad_parameters(const T* grad_y, const T* x, const T*
 }  // namespace
 
 template <class T>
-void launch_layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, T* mean, T* rstd, int64_t rows,
-                               int64_t n, double eps) {
+void launch_layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, compute_t<T>* mean,
+                               compute_t<T>* rstd, int64_t rows, int64_t n, double eps) {
   if (rows == 0 || n == 0) return;  // nothing to write; core guards too, but the kernels table is public
   layer_norm_rows<<<blocks_for(rows * kRowThreads, kRowThreads), kRowThreads, 0, current_stream()>>>(
-      x, weight, bias, y, mean, rstd, rows, n, static_cast<T>(eps));
+      x, weight, bias, y, mean, rstd, rows, n, static_cast<compute_t<T>>(eps));
   check_launch("layer_norm");
 }
 
 template <class T>
-void launch_layer_norm_backward(const T* grad_y, const T* x, const T* mean, const T* rstd, const T* weight,
-                                T* grad_x, T* grad_weight, T* grad_bias, int64_t rows, int64_t n) {
+void launch_layer_norm_backward(const T* grad_y, const T* x, const compute_t<T>* mean, const compute_t<T>* rstd,
+                                const T* weight, T* grad_x, T* grad_weight, T* grad_bias, int64_t rows, int64_t n) {
   // No elements: nothing to write here (core zeroes grad_weight and grad_bias itself).
   if (rows == 0 || n == 0) return;
   if (grad_x != nullptr) {
@@ -131,12 +141,15 @@ void launch_layer_norm_backward(const T* grad_y, const T* x, const T* mean, cons
   }
 }
 
-#define EMBER_INSTANTIATE(T)                                                                                   \
-  template void launch_layer_norm_forward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double); \
-  template void launch_layer_norm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*,      \
-                                              int64_t, int64_t);
+#define EMBER_INSTANTIATE(T)                                                                                  \
+  template void launch_layer_norm_forward<T>(const T*, const T*, const T*, T*, compute_t<T>*, compute_t<T>*,     \
+                                             int64_t, int64_t, double);                                         \
+  template void launch_layer_norm_backward<T>(const T*, const T*, const compute_t<T>*, const compute_t<T>*,      \
+                                              const T*, T*, T*, T*, int64_t, int64_t);
 EMBER_INSTANTIATE(float)
 EMBER_INSTANTIATE(double)
+EMBER_INSTANTIATE(__nv_bfloat16)
+EMBER_INSTANTIATE(__half)
 #undef EMBER_INSTANTIATE
 
 }  // namespace ember::cuda

@@ -18,17 +18,22 @@
 // bound again after every stream change.
 // TF32 is off unless set_allow_tf32(true): with it float32 products round their inputs to 10
 // mantissa bits and no longer match the CPU to the parity tests' 1e-4.
+// bfloat16 and float16 products go through cuBLAS's typed entry points (cublasGemm*Ex) with
+// CUBLAS_COMPUTE_32F: the products run on tensor cores, accumulate in float32 and are rounded
+// once to the output's format, as the CPU computes them in float and rounds on store.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <atomic>
 #include <climits>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "core/cuda.h"
 #include "core/ops/matmul.h"
 #include "cuda/check.h"
+#include "cuda/device_elements.h"
 #include "cuda/gemm_batch_plan.h"
 #include "cuda/gemm_pointers_kernels.h"
 #include "cuda/stream.h"
@@ -116,33 +121,56 @@ GemmBatchLayout batch_layout_of(const Tensor& out, const Tensor& a, const Tensor
   return layout;
 }
 
-// The cuBLAS entry points by element type. Each computes out^T = op(b) op(a), b first.
+// cuBLAS's name for a 16-bit element type.
+template <class T>
+constexpr cudaDataType_t cublas_data_type() {
+  static_assert(is_16_bit_element<T>, "the typed gemm entry points are used for the 16-bit formats");
+  return std::is_same_v<T, __nv_bfloat16> ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+// The cuBLAS entry points by element type T (float, double, __nv_bfloat16, __half). Each
+// computes out^T = op(b) op(a), b first. alpha and beta are of T's compute type: float for the
+// 16-bit formats, the scalars of CUBLAS_COMPUTE_32F.
 struct Gemm {
   cublasHandle_t handle;
   Operand a, b;
   int m, n, k;
 
-  cublasStatus_t strided(const float* alpha, const float* pa, long long stride_a, const float* pb, long long stride_b,
-                         const float* beta, float* c, long long stride_c, int count) const {
-    return cublasSgemmStridedBatched(handle, b.op, a.op, n, m, k, alpha, pb, b.ld, stride_b, pa, a.ld, stride_a, beta,
-                                     c, n, stride_c, count);
-  }
-  cublasStatus_t strided(const double* alpha, const double* pa, long long stride_a, const double* pb,
-                         long long stride_b, const double* beta, double* c, long long stride_c, int count) const {
-    return cublasDgemmStridedBatched(handle, b.op, a.op, n, m, k, alpha, pb, b.ld, stride_b, pa, a.ld, stride_a, beta,
-                                     c, n, stride_c, count);
+  template <class T>
+  cublasStatus_t strided(const compute_t<T>* alpha, const T* pa, long long stride_a, const T* pb, long long stride_b,
+                         const compute_t<T>* beta, T* c, long long stride_c, int count) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return cublasSgemmStridedBatched(handle, b.op, a.op, n, m, k, alpha, pb, b.ld, stride_b, pa, a.ld, stride_a,
+                                       beta, c, n, stride_c, count);
+    } else if constexpr (std::is_same_v<T, double>) {
+      return cublasDgemmStridedBatched(handle, b.op, a.op, n, m, k, alpha, pb, b.ld, stride_b, pa, a.ld, stride_a,
+                                       beta, c, n, stride_c, count);
+    } else {
+      constexpr cudaDataType_t type = cublas_data_type<T>();
+      return cublasGemmStridedBatchedEx(handle, b.op, a.op, n, m, k, alpha, pb, type, b.ld, stride_b, pa, type, a.ld,
+                                        stride_a, beta, c, type, n, stride_c, count, CUBLAS_COMPUTE_32F,
+                                        CUBLAS_GEMM_DEFAULT);
+    }
   }
   // pointers: the a, b and c arrays of `count` entries each, one after another.
-  cublasStatus_t batched(const float* alpha, void** pointers, const float* beta, int count) const {
-    return cublasSgemmBatched(handle, b.op, a.op, n, m, k, alpha, reinterpret_cast<const float* const*>(pointers + count),
-                              b.ld, reinterpret_cast<const float* const*>(pointers), a.ld, beta,
-                              reinterpret_cast<float* const*>(pointers + 2 * int64_t{count}), n, count);
-  }
-  cublasStatus_t batched(const double* alpha, void** pointers, const double* beta, int count) const {
-    return cublasDgemmBatched(handle, b.op, a.op, n, m, k, alpha,
-                              reinterpret_cast<const double* const*>(pointers + count), b.ld,
-                              reinterpret_cast<const double* const*>(pointers), a.ld, beta,
-                              reinterpret_cast<double* const*>(pointers + 2 * int64_t{count}), n, count);
+  template <class T>
+  cublasStatus_t batched(const compute_t<T>* alpha, void** pointers, const compute_t<T>* beta, int count) const {
+    void** const a_arrays = pointers;
+    void** const b_arrays = pointers + count;
+    void** const c_arrays = pointers + 2 * int64_t{count};
+    if constexpr (std::is_same_v<T, float>) {
+      return cublasSgemmBatched(handle, b.op, a.op, n, m, k, alpha, reinterpret_cast<const float* const*>(b_arrays),
+                                b.ld, reinterpret_cast<const float* const*>(a_arrays), a.ld, beta,
+                                reinterpret_cast<float* const*>(c_arrays), n, count);
+    } else if constexpr (std::is_same_v<T, double>) {
+      return cublasDgemmBatched(handle, b.op, a.op, n, m, k, alpha, reinterpret_cast<const double* const*>(b_arrays),
+                                b.ld, reinterpret_cast<const double* const*>(a_arrays), a.ld, beta,
+                                reinterpret_cast<double* const*>(c_arrays), n, count);
+    } else {
+      constexpr cudaDataType_t type = cublas_data_type<T>();
+      return cublasGemmBatchedEx(handle, b.op, a.op, n, m, k, alpha, b_arrays, type, b.ld, a_arrays, type, a.ld, beta,
+                                 c_arrays, type, n, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }
   }
 };
 
@@ -152,8 +180,10 @@ void gemm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, double beta)
   const int64_t m = out.sizes()[rank - 2], n = out.sizes()[rank - 1], k = a.sizes()[rank - 1];
   const int64_t count = out.numel() / std::max<int64_t>(m * n, 1);
   if (m == 0 || n == 0 || count == 0) return;
-  visit_floating(out.dtype(), "matmul", [&]<class T>() {
-    T* c = out.data_ptr<T>();
+  visit_any_floating(out.dtype(), "matmul", [&]<class T>() {
+    using Element = device_element_t<T>;
+    using Scalar = compute_t<Element>;  // alpha and beta: float for the 16-bit formats
+    Element* c = device_data<T>(out);
     if (k == 0) {  // an empty sum: out is beta * out, i.e. zero or unchanged
       if (beta == 0) check(cudaMemsetAsync(c, 0, sizeof(T) * count * m * n, current_stream()), "matmul");
       return;
@@ -165,13 +195,13 @@ void gemm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, double beta)
                     static_cast<int>(n), static_cast<int>(k)};
     check(cublasSetMathMode(gemm.handle, tf32_allowed.load() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
           "matmul: cublasSetMathMode");
-    const T alpha_value = T(1), beta_value = static_cast<T>(beta);
-    const T* pa = a.data_ptr<T>();
-    const T* pb = b.data_ptr<T>();
+    const Scalar alpha_value = Scalar(1), beta_value = static_cast<Scalar>(beta);
+    const Element* pa = device_data<T>(a);
+    const Element* pb = device_data<T>(b);
     const int batch = static_cast<int>(count);
     if (layout.is_strided()) {
-      check(gemm.strided(&alpha_value, pa, layout.batch_stride(kOperandA), pb, layout.batch_stride(kOperandB),
-                         &beta_value, c, m * n, batch),
+      check(gemm.strided<Element>(&alpha_value, pa, layout.batch_stride(kOperandA), pb,
+                                  layout.batch_stride(kOperandB), &beta_value, c, m * n, batch),
             "matmul: cublas gemm");
     } else {
       // Three arrays of `count` pointers, freed to the allocator right after the call is
@@ -179,7 +209,7 @@ void gemm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, double beta)
       const Tensor pointers = make_tensor({3 * count}, kInt64, out.device());
       void** const arrays = static_cast<void**>(pointers.raw_data());
       launch_gemm_pointers(layout, pa, pb, c, sizeof(T), arrays);
-      check(gemm.batched(&alpha_value, arrays, &beta_value, batch), "matmul: cublas batched gemm");
+      check(gemm.batched<Element>(&alpha_value, arrays, &beta_value, batch), "matmul: cublas batched gemm");
     }
     cublas_call_count.fetch_add(1, std::memory_order_relaxed);
   });

@@ -1,13 +1,18 @@
 // Registers the fused CUDA optimizer steps (cuda/optimizer_steps.cu) into core's tables
 // (core/ops/optimizer_steps.h): it packs the parameters of a step into lists of
-// kTensorsPerLaunch, one list per dtype, and launches one kernel per list.
+// kTensorsPerLaunch, one list per dtype, and launches one kernel per list. A parameter's
+// gradient and state are of its dtype (16-bit ones included).
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/ops/optimizer_steps.h"
+#include "cuda/device_elements.h"
 #include "cuda/optimizer_steps_kernels.h"
 
 namespace ember::cuda {
 namespace {
+
+// The dtypes a step takes, one list (and launch) per dtype present.
+constexpr DType kFloatingDTypes[] = {kFloat32, kFloat64, kBFloat16, kFloat16};
 
 void check_contiguous(const char* op, const Tensor& x, const char* what, size_t index) {
   EMBER_CHECK(x.is_contiguous(), "{}: the CUDA step needs contiguous tensors, but {} {} of shape {} is strided", op,
@@ -44,20 +49,21 @@ void adam_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grad
   }
   const AdamHyperParameters hyper{lr.data_ptr<double>(), options.beta1,        options.beta2,
                                   options.eps,           options.weight_decay, options.decoupled_weight_decay};
-  for (const DType dtype : {kFloat32, kFloat64}) {
-    visit_floating(dtype, "adam_step", [&]<class T>() {
-      in_lists<AdamTensorList<T>>(
+  for (const DType dtype : kFloatingDTypes) {
+    visit_any_floating(dtype, "adam_step", [&]<class T>() {
+      using Element = device_element_t<T>;
+      in_lists<AdamTensorList<Element>>(
           params, dtype,
-          [&](AdamTensorList<T>& list, size_t i) {
+          [&](AdamTensorList<Element>& list, size_t i) {
             const int at = list.count;
-            list.params[at] = params[i].data_ptr<T>();
-            list.grads[at] = dense_grads[i].data_ptr<T>();
-            list.exp_avg[at] = exp_avgs[i].data_ptr<T>();
-            list.exp_avg_sq[at] = exp_avg_sqs[i].data_ptr<T>();
+            list.params[at] = device_data<T>(params[i]);
+            list.grads[at] = device_data<T>(dense_grads[i]);
+            list.exp_avg[at] = device_data<T>(exp_avgs[i]);
+            list.exp_avg_sq[at] = device_data<T>(exp_avg_sqs[i]);
             list.sizes[at] = params[i].numel();
             list.steps[at] = steps[i].data_ptr<double>();
           },
-          [&](const AdamTensorList<T>& list) { launch_adam_step<T>(list, hyper); });
+          [&](const AdamTensorList<Element>& list) { launch_adam_step<Element>(list, hyper); });
     });
   }
 }
@@ -79,19 +85,20 @@ void sgd_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grads
   }
   const SGDHyperParameters hyper{lr.data_ptr<double>(), options.momentum, options.dampening, options.weight_decay,
                                  options.nesterov};
-  for (const DType dtype : {kFloat32, kFloat64}) {
-    visit_floating(dtype, "sgd_step", [&]<class T>() {
-      in_lists<SGDTensorList<T>>(
+  for (const DType dtype : kFloatingDTypes) {
+    visit_any_floating(dtype, "sgd_step", [&]<class T>() {
+      using Element = device_element_t<T>;
+      in_lists<SGDTensorList<Element>>(
           params, dtype,
-          [&](SGDTensorList<T>& list, size_t i) {
+          [&](SGDTensorList<Element>& list, size_t i) {
             const int at = list.count;
-            list.params[at] = params[i].data_ptr<T>();
-            list.grads[at] = dense_grads[i].data_ptr<T>();
-            list.momentum_buffers[at] = options.momentum == 0.0 ? nullptr : momentum_buffers[i].data_ptr<T>();
+            list.params[at] = device_data<T>(params[i]);
+            list.grads[at] = device_data<T>(dense_grads[i]);
+            list.momentum_buffers[at] = options.momentum == 0.0 ? nullptr : device_data<T>(momentum_buffers[i]);
             list.sizes[at] = params[i].numel();
             list.first_step[at] = first_step[i];
           },
-          [&](const SGDTensorList<T>& list) { launch_sgd_step<T>(list, hyper); });
+          [&](const SGDTensorList<Element>& list) { launch_sgd_step<Element>(list, hyper); });
     });
   }
 }

@@ -3,10 +3,13 @@
 // over blockIdx.x covers its elements (blocks past a small parameter's end just exit). The
 // arithmetic follows the CPU step of core/ops/optimizer_steps.cpp operation by operation. The
 // learning rate and Adam's step counts come from device memory; a second, one-block launch
-// advances the counts once every block of the update has read them.
+// advances the counts once every block of the update has read them. bfloat16 and float16
+// parameters (with gradients and state of their dtype) are updated in float32, each stored value
+// rounded once.
 #include <cmath>
 
 #include "cuda/check.h"
+#include "cuda/half_elements.h"
 #include "cuda/launch.h"
 #include "cuda/optimizer_steps_kernels.h"
 #include "cuda/stream.h"
@@ -16,22 +19,23 @@ namespace {
 
 template <class T>
 __global__ void adam_step_kernel(AdamTensorList<T> list, AdamHyperParameters options) {
+  using C = compute_t<T>;
   const int t = blockIdx.y;
   T* param = list.params[t];
   const T* grad = list.grads[t];
   T* m = list.exp_avg[t];
   T* v = list.exp_avg_sq[t];
   const double lr = *options.lr, step = *list.steps[t] + 1.0;
-  const T decay = static_cast<T>(options.weight_decay);
-  const T shrink = static_cast<T>(1.0 - lr * options.weight_decay);
-  const T beta1 = static_cast<T>(options.beta1), beta2 = static_cast<T>(options.beta2);
-  const T one_minus_beta1 = static_cast<T>(1.0 - options.beta1), one_minus_beta2 = static_cast<T>(1.0 - options.beta2);
-  const T eps = static_cast<T>(options.eps);
-  const T step_size = static_cast<T>(-lr / (1.0 - pow(options.beta1, step)));
-  const T correction2 = static_cast<T>(sqrt(1.0 - pow(options.beta2, step)));
+  const C decay = static_cast<C>(options.weight_decay);
+  const C shrink = static_cast<C>(1.0 - lr * options.weight_decay);
+  const C beta1 = static_cast<C>(options.beta1), beta2 = static_cast<C>(options.beta2);
+  const C one_minus_beta1 = static_cast<C>(1.0 - options.beta1), one_minus_beta2 = static_cast<C>(1.0 - options.beta2);
+  const C eps = static_cast<C>(options.eps);
+  const C step_size = static_cast<C>(-lr / (1.0 - pow(options.beta1, step)));
+  const C correction2 = static_cast<C>(sqrt(1.0 - pow(options.beta2, step)));
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < list.sizes[t];
        i += int64_t(gridDim.x) * blockDim.x) {
-    T p = param[i], g = grad[i];
+    C p = to_compute(param[i]), g = to_compute(grad[i]);
     if (options.weight_decay != 0.0) {
       if (options.decoupled_weight_decay) {
         p = p * shrink;
@@ -39,11 +43,11 @@ __global__ void adam_step_kernel(AdamTensorList<T> list, AdamHyperParameters opt
         g = g + p * decay;
       }
     }
-    const T m_new = m[i] * beta1 + g * one_minus_beta1;
-    const T v_new = v[i] * beta2 + (g * g) * one_minus_beta2;
-    m[i] = m_new;
-    v[i] = v_new;
-    param[i] = p + (m_new / (sqrt(v_new) / correction2 + eps)) * step_size;
+    const C m_new = to_compute(m[i]) * beta1 + g * one_minus_beta1;
+    const C v_new = to_compute(v[i]) * beta2 + (g * g) * one_minus_beta2;
+    m[i] = round_to<T>(m_new);
+    v[i] = round_to<T>(v_new);
+    param[i] = round_to<T>(p + (m_new / (sqrt(v_new) / correction2 + eps)) * step_size);
   }
 }
 
@@ -56,23 +60,24 @@ __global__ void advance_steps_kernel(AdamTensorList<T> list) {
 
 template <class T>
 __global__ void sgd_step_kernel(SGDTensorList<T> list, SGDHyperParameters options) {
+  using C = compute_t<T>;
   const int t = blockIdx.y;
   T* param = list.params[t];
   const T* grad = list.grads[t];
   T* buffer = list.momentum_buffers[t];
   const bool first = list.first_step[t];
-  const T decay = static_cast<T>(options.weight_decay), momentum = static_cast<T>(options.momentum);
-  const T keep = static_cast<T>(1.0 - options.dampening), minus_lr = static_cast<T>(-*options.lr);
+  const C decay = static_cast<C>(options.weight_decay), momentum = static_cast<C>(options.momentum);
+  const C keep = static_cast<C>(1.0 - options.dampening), minus_lr = static_cast<C>(-*options.lr);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < list.sizes[t];
        i += int64_t(gridDim.x) * blockDim.x) {
-    T direction = grad[i];
-    if (options.weight_decay != 0.0) direction = direction + param[i] * decay;
+    C direction = to_compute(grad[i]);
+    if (options.weight_decay != 0.0) direction = direction + to_compute(param[i]) * decay;
     if (buffer != nullptr) {
-      const T b = first ? direction : buffer[i] * momentum + direction * keep;
-      buffer[i] = b;
+      const C b = first ? direction : to_compute(buffer[i]) * momentum + direction * keep;
+      buffer[i] = round_to<T>(b);
       direction = options.nesterov ? direction + b * momentum : b;
     }
-    param[i] = param[i] + direction * minus_lr;
+    param[i] = round_to<T>(to_compute(param[i]) + direction * minus_lr);
   }
 }
 
@@ -103,9 +108,13 @@ void launch_sgd_step(const SGDTensorList<T>& list, const SGDHyperParameters& opt
   check_launch("sgd_step");
 }
 
-template void launch_adam_step<float>(const AdamTensorList<float>&, const AdamHyperParameters&);
-template void launch_adam_step<double>(const AdamTensorList<double>&, const AdamHyperParameters&);
-template void launch_sgd_step<float>(const SGDTensorList<float>&, const SGDHyperParameters&);
-template void launch_sgd_step<double>(const SGDTensorList<double>&, const SGDHyperParameters&);
+#define EMBER_INSTANTIATE(T)                                                                   \
+  template void launch_adam_step<T>(const AdamTensorList<T>&, const AdamHyperParameters&); \
+  template void launch_sgd_step<T>(const SGDTensorList<T>&, const SGDHyperParameters&);
+EMBER_INSTANTIATE(float)
+EMBER_INSTANTIATE(double)
+EMBER_INSTANTIATE(__nv_bfloat16)
+EMBER_INSTANTIATE(__half)
+#undef EMBER_INSTANTIATE
 
 }  // namespace ember::cuda

@@ -1,7 +1,8 @@
 // Launchers of the fused optimizer steps (cuda/optimizer_steps.cu): a "multi-tensor apply" that
 // updates up to kTensorsPerLaunch parameters in one launch. The lists travel to the kernel as
 // a by-value argument (under the 4 KiB kernel-argument limit), so a step needs no device
-// allocation and no host-to-device copy. float and double; every tensor contiguous. The
+// allocation and no host-to-device copy. T: float, double, __nv_bfloat16 and __half (updated in
+// float32, each stored value rounded once); every tensor contiguous. The
 // learning rate and the step counts are read from device memory when the kernel runs, so a
 // step recorded in a CUDA graph follows the schedule and counts its replays.
 #pragma once

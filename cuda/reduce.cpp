@@ -3,6 +3,7 @@
 // it only views, permutes and copies, so on a CUDA tensor it runs on the GPU.
 #include "core/cpu/reduction_layout.h"
 #include "core/ops/reduce.h"
+#include "cuda/device_elements.h"
 #include "cuda/reduce_kernels.h"
 
 namespace ember::cuda {
@@ -22,9 +23,9 @@ void* scratch_pointer(const Tensor& scratch) { return scratch.defined() ? scratc
 void sum_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
   const Tensor scratch = split_scratch(layout);
-  visit_numeric(x.dtype(), "sum", [&]<class T>() {
-    launch_sum<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner,
-                  scratch_pointer(scratch));
+  visit_any_numeric(x.dtype(), "sum", [&]<class T>() {
+    launch_sum<device_element_t<T>>(device_data<T>(layout.source), device_data<T>(out), layout.outer, layout.reduce,
+                                    layout.inner, scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::sum, DeviceType::CUDA, sum_cuda);
@@ -32,9 +33,9 @@ EMBER_REGISTER_KERNEL(kernels::sum, DeviceType::CUDA, sum_cuda);
 void variance_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask, int64_t correction) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
   const Tensor scratch = split_scratch(layout);
-  visit_floating(x.dtype(), "var", [&]<class T>() {
-    launch_variance<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner,
-                       correction, scratch_pointer(scratch));
+  visit_any_floating(x.dtype(), "var", [&]<class T>() {
+    launch_variance<device_element_t<T>>(device_data<T>(layout.source), device_data<T>(out), layout.outer,
+                                         layout.reduce, layout.inner, correction, scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::variance, DeviceType::CUDA, variance_cuda);
@@ -42,9 +43,9 @@ EMBER_REGISTER_KERNEL(kernels::variance, DeviceType::CUDA, variance_cuda);
 void logsumexp_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
   const Tensor scratch = split_scratch(layout);
-  visit_floating(x.dtype(), "logsumexp", [&]<class T>() {
-    launch_logsumexp<T>(layout.source.data_ptr<T>(), out.data_ptr<T>(), layout.outer, layout.reduce, layout.inner,
-                        scratch_pointer(scratch));
+  visit_any_floating(x.dtype(), "logsumexp", [&]<class T>() {
+    launch_logsumexp<device_element_t<T>>(device_data<T>(layout.source), device_data<T>(out), layout.outer,
+                                          layout.reduce, layout.inner, scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::logsumexp, DeviceType::CUDA, logsumexp_cuda);
@@ -52,9 +53,9 @@ EMBER_REGISTER_KERNEL(kernels::logsumexp, DeviceType::CUDA, logsumexp_cuda);
 void extremum_cuda(Extremum which, const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
   const Tensor scratch = split_scratch(layout);
-  visit_numeric(x.dtype(), which == Extremum::Max ? "amax" : "amin", [&]<class T>() {
-    launch_extremum<T>(which, layout.source.data_ptr<T>(), out.data_ptr<T>(), nullptr, layout.outer, layout.reduce,
-                       layout.inner, scratch_pointer(scratch));
+  visit_any_numeric(x.dtype(), which == Extremum::Max ? "amax" : "amin", [&]<class T>() {
+    launch_extremum<device_element_t<T>>(which, device_data<T>(layout.source), device_data<T>(out), nullptr,
+                                         layout.outer, layout.reduce, layout.inner, scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::extremum, DeviceType::CUDA, extremum_cuda);
@@ -63,10 +64,11 @@ void extremum_index_cuda(Extremum which, const Tensor& values, const Tensor& ind
                          const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
   const Tensor scratch = split_scratch(layout);
-  visit_numeric(x.dtype(), which == Extremum::Max ? "argmax" : "argmin", [&]<class T>() {
-    launch_extremum<T>(which, layout.source.data_ptr<T>(), values.defined() ? values.data_ptr<T>() : nullptr,
-                       indices.data_ptr<int64_t>(), layout.outer, layout.reduce, layout.inner,
-                       scratch_pointer(scratch));
+  visit_any_numeric(x.dtype(), which == Extremum::Max ? "argmax" : "argmin", [&]<class T>() {
+    launch_extremum<device_element_t<T>>(which, device_data<T>(layout.source),
+                                         values.defined() ? device_data<T>(values) : nullptr,
+                                         indices.data_ptr<int64_t>(), layout.outer, layout.reduce, layout.inner,
+                                         scratch_pointer(scratch));
   });
 }
 EMBER_REGISTER_KERNEL(kernels::extremum_index, DeviceType::CUDA, extremum_index_cuda);

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/half_elements.h"
 #include "cuda/launch.h"
 #include "cuda/reduce_kernels.h"
 #include "cuda/stream.h"
@@ -49,8 +50,10 @@ int64_t splits_for(int64_t outputs, int64_t reduce) {
   return std::max<int64_t>(1, std::min(wanted, reduce / kMinSplitLength));
 }
 
+// Sums accumulate in double for float32 and the 16-bit formats, as on the CPU. Elements are read
+// as their compute type (float for the 16-bit formats) and results rounded once on store.
 template <class T>
-using Accumulator = std::conditional_t<std::is_same_v<T, float>, double, T>;
+using Accumulator = std::conditional_t<std::is_same_v<compute_t<T>, float>, double, T>;
 
 template <class T>
 __device__ bool is_nan(T value) {
@@ -96,7 +99,7 @@ template <class T>
 struct SumPass {
   using State = Accumulator<T>;
   __device__ static State identity() { return State(0); }
-  __device__ State fold(State s, T v, int64_t) const { return s + static_cast<State>(v); }
+  __device__ State fold(State s, T v, int64_t) const { return s + static_cast<State>(to_compute(v)); }
   __device__ static State combine(State a, State b) { return a + b; }
 };
 
@@ -107,7 +110,7 @@ struct SquaredDeviationPass {
   State mean;
   __device__ static State identity() { return State(0); }
   __device__ State fold(State s, T v, int64_t) const {
-    const State deviation = static_cast<State>(v) - mean;
+    const State deviation = static_cast<State>(to_compute(v)) - mean;
     return s + deviation * deviation;
   }
   __device__ static State combine(State a, State b) { return a + b; }
@@ -120,12 +123,12 @@ __device__ T nan_max(T a, T b) {
   return (b > a || is_nan(b)) ? b : a;
 }
 
-// logsumexp's first pass. T: float, double.
+// logsumexp's first pass. T: float, double, __nv_bfloat16, __half.
 template <class T>
 struct MaxPass {
-  using State = T;
-  __device__ static State identity() { return T(-INFINITY); }
-  __device__ State fold(State s, T v, int64_t) const { return nan_max(s, v); }
+  using State = compute_t<T>;
+  __device__ static State identity() { return State(-INFINITY); }
+  __device__ State fold(State s, T v, int64_t) const { return nan_max(s, to_compute(v)); }
   __device__ static State combine(State a, State b) { return nan_max(a, b); }
 };
 
@@ -135,7 +138,7 @@ struct ShiftedExpPass {
   using State = Accumulator<T>;
   State shift;
   __device__ static State identity() { return State(0); }
-  __device__ State fold(State s, T v, int64_t) const { return s + exp(static_cast<State>(v) - shift); }
+  __device__ State fold(State s, T v, int64_t) const { return s + exp(static_cast<State>(to_compute(v)) - shift); }
   __device__ static State combine(State a, State b) { return a + b; }
 };
 
@@ -146,11 +149,12 @@ struct Best {
   int64_t index;
 };
 
+// Candidates hold the compute type (a 16-bit element widened exactly), stored back rounded (exactly).
 template <class T, bool kMax>
 struct ExtremumPass {
-  using State = Best<T>;
-  __device__ static State identity() { return {T(0), -1}; }
-  __device__ State fold(State s, T v, int64_t r) const { return combine(s, {v, r}); }
+  using State = Best<compute_t<T>>;
+  __device__ static State identity() { return {compute_t<T>(0), -1}; }
+  __device__ State fold(State s, T v, int64_t r) const { return combine(s, {to_compute(v), r}); }
   // The better of two candidates: NaN beats numbers, then the larger (smaller) value, then the
   // smaller position, so the result is the first occurrence whatever order threads and blocks
   // combine in.
@@ -177,7 +181,7 @@ __host__ __device__ Accumulator<T> variance_divisor(int64_t n, int64_t correctio
 // An infinite max is not subtracted: a row of -inf then gives log(0) = -inf and a row holding
 // +inf gives +inf, instead of inf - inf = NaN. A NaN max makes the result NaN.
 template <class T>
-__device__ Accumulator<T> logsumexp_shift(T max) {
+__device__ Accumulator<T> logsumexp_shift(compute_t<T> max) {
   return isinf(max) ? Accumulator<T>(0) : static_cast<Accumulator<T>>(max);
 }
 
@@ -186,15 +190,15 @@ __device__ Accumulator<T> logsumexp_shift(T max) {
 template <class T>
 struct StoreSum {
   T* out;
-  __device__ void operator()(int64_t output, Accumulator<T> total) const { out[output] = static_cast<T>(total); }
+  __device__ void operator()(int64_t output, Accumulator<T> total) const { out[output] = round_to<T>(total); }
 };
 
 template <class T>
 struct StoreExtremum {
   T* values;
   int64_t* indices;
-  __device__ void operator()(int64_t output, Best<T> best) const {
-    if (values != nullptr) values[output] = best.value;
+  __device__ void operator()(int64_t output, Best<compute_t<T>> best) const {
+    if (values != nullptr) values[output] = round_to<T>(best.value);
     if (indices != nullptr) indices[output] = best.index;
   }
 };
@@ -214,14 +218,14 @@ struct StoreVariance {
   T* out;
   Accumulator<T> divisor;
   __device__ void operator()(int64_t output, Accumulator<T> squares) const {
-    out[output] = static_cast<T>(squares / divisor);
+    out[output] = round_to<T>(squares / divisor);
   }
 };
 
 template <class T>
 struct StoreShift {
   Accumulator<T>* shifts;
-  __device__ void operator()(int64_t output, T max) const { shifts[output] = logsumexp_shift(max); }
+  __device__ void operator()(int64_t output, compute_t<T> max) const { shifts[output] = logsumexp_shift<T>(max); }
 };
 
 template <class T>
@@ -229,7 +233,7 @@ struct StoreLogSumExp {
   const Accumulator<T>* shifts;
   T* out;
   __device__ void operator()(int64_t output, Accumulator<T> total) const {
-    out[output] = static_cast<T>(shifts[output] + log(total));
+    out[output] = round_to<T>(shifts[output] + log(total));
   }
 };
 
@@ -255,7 +259,7 @@ struct VarianceOp {
   __device__ void run(int64_t output, const T* base, int64_t n, int64_t stride, bool cooperative, bool writer) const {
     const Acc mean = reduce_strip(SumPass<T>{}, base, 0, n, stride, cooperative) / static_cast<Acc>(n);
     const Acc squares = reduce_strip(SquaredDeviationPass<T>{mean}, base, 0, n, stride, cooperative);
-    if (writer) out[output] = static_cast<T>(squares / variance_divisor<T>(n, correction));
+    if (writer) out[output] = round_to<T>(squares / variance_divisor<T>(n, correction));
   }
 };
 
@@ -265,9 +269,9 @@ struct LogSumExpOp {
   const T* x;
   T* out;
   __device__ void run(int64_t output, const T* base, int64_t n, int64_t stride, bool cooperative, bool writer) const {
-    const Acc shift = logsumexp_shift(reduce_strip(MaxPass<T>{}, base, 0, n, stride, cooperative));
+    const Acc shift = logsumexp_shift<T>(reduce_strip(MaxPass<T>{}, base, 0, n, stride, cooperative));
     const Acc total = reduce_strip(ShiftedExpPass<T>{shift}, base, 0, n, stride, cooperative);
-    if (writer) out[output] = static_cast<T>(shift + log(total));
+    if (writer) out[output] = round_to<T>(shift + log(total));
   }
 };
 
@@ -441,15 +445,17 @@ void launch_extremum(Extremum which, const T* x, T* values, int64_t* indices, in
   else launch_extremum_of<T, false>("amin", x, values, indices, outer, reduce, inner, scratch);
 }
 
-template void launch_sum<float>(const float*, float*, int64_t, int64_t, int64_t, void*);
-template void launch_sum<double>(const double*, double*, int64_t, int64_t, int64_t, void*);
+#define EMBER_INSTANTIATE_FLOATING(T)                                                                        \
+  template void launch_sum<T>(const T*, T*, int64_t, int64_t, int64_t, void*);                              \
+  template void launch_variance<T>(const T*, T*, int64_t, int64_t, int64_t, int64_t, void*);                \
+  template void launch_logsumexp<T>(const T*, T*, int64_t, int64_t, int64_t, void*);                        \
+  template void launch_extremum<T>(Extremum, const T*, T*, int64_t*, int64_t, int64_t, int64_t, void*);
+EMBER_INSTANTIATE_FLOATING(float)
+EMBER_INSTANTIATE_FLOATING(double)
+EMBER_INSTANTIATE_FLOATING(__nv_bfloat16)
+EMBER_INSTANTIATE_FLOATING(__half)
+#undef EMBER_INSTANTIATE_FLOATING
 template void launch_sum<int64_t>(const int64_t*, int64_t*, int64_t, int64_t, int64_t, void*);
-template void launch_variance<float>(const float*, float*, int64_t, int64_t, int64_t, int64_t, void*);
-template void launch_variance<double>(const double*, double*, int64_t, int64_t, int64_t, int64_t, void*);
-template void launch_logsumexp<float>(const float*, float*, int64_t, int64_t, int64_t, void*);
-template void launch_logsumexp<double>(const double*, double*, int64_t, int64_t, int64_t, void*);
-template void launch_extremum<float>(Extremum, const float*, float*, int64_t*, int64_t, int64_t, int64_t, void*);
-template void launch_extremum<double>(Extremum, const double*, double*, int64_t*, int64_t, int64_t, int64_t, void*);
 template void launch_extremum<int64_t>(Extremum, const int64_t*, int64_t*, int64_t*, int64_t, int64_t, int64_t,
                                        void*);
 

@@ -17,21 +17,23 @@ namespace ember::cuda {
 // The scratch bytes a reduction of this shape needs: 0 unless it is split.
 int64_t reduce_scratch_bytes(int64_t outer, int64_t reduce, int64_t inner);
 
-// T: float, double, int64_t. float32 accumulates in double, as on the CPU.
+// Every launcher takes T = float, double, __nv_bfloat16 and __half (cuda/half_elements.h: read as
+// float, the result rounded once on store); sum and the extrema also int64_t.
+//
+// float32 and the 16-bit formats accumulate in double, as on the CPU.
 template <class T>
 void launch_sum(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner, void* scratch);
 // Two passes: the mean, then the squared deviations from it, divided by max(reduce -
-// correction, 0). T: float, double.
+// correction, 0).
 template <class T>
 void launch_variance(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner, int64_t correction,
                      void* scratch);
 // log(sum(exp(x))) with the max subtracted first (0 when the max is infinite); -inf when
-// reduce is 0. T: float, double.
+// reduce is 0.
 template <class T>
 void launch_logsumexp(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner, void* scratch);
 // The largest (smallest) element and the position r of its first occurrence; a NaN beats every
-// number and the first NaN wins. values or indices may be null. reduce >= 1. T: float, double,
-// int64_t.
+// number and the first NaN wins. values or indices may be null. reduce >= 1.
 template <class T>
 void launch_extremum(Extremum which, const T* x, T* values, int64_t* indices, int64_t outer, int64_t reduce,
                      int64_t inner, void* scratch);

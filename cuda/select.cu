@@ -1,6 +1,8 @@
 // Selecting elements on the GPU: where(condition, a, b), which masked_fill also runs (with the
-// fill value as a 0-d operand), and the triangular masks of tril and triu.
+// fill value as a 0-d operand), and the triangular masks of tril and triu. Both only move
+// elements, so 16-bit ones move as they are.
 #include "cuda/elementwise.cuh"
+#include "cuda/half_elements.h"
 #include "cuda/select_kernels.h"
 #include "cuda/stream.h"
 
@@ -20,7 +22,7 @@ __global__ void triangle_kernel(T* out, const T* x, int64_t count, int64_t rows,
     const int64_t column = i % cols;
     const int64_t row = (i / cols) % rows;
     const bool keep = lower ? column - row <= diagonal : column - row >= diagonal;
-    out[i] = keep ? x[i] : T(0);
+    out[i] = keep ? x[i] : round_to<T>(0);
   }
 }
 
@@ -47,6 +49,8 @@ EMBER_INSTANTIATE_SELECT(float)
 EMBER_INSTANTIATE_SELECT(double)
 EMBER_INSTANTIATE_SELECT(int64_t)
 EMBER_INSTANTIATE_SELECT(bool)
+EMBER_INSTANTIATE_SELECT(__nv_bfloat16)
+EMBER_INSTANTIATE_SELECT(__half)
 #undef EMBER_INSTANTIATE_SELECT
 
 }  // namespace ember::cuda

@@ -2,11 +2,14 @@
 // == 1, the attention and classifier case) gives each row to one block, whose threads read the
 // row coalesced and combine their max and sums with block reductions. Along any other dim the
 // elements of a softmax lie `inner` apart, so one thread takes a whole column: neighbouring
-// threads then read neighbouring columns, which is coalesced too.
+// threads then read neighbouring columns, which is coalesced too. bfloat16 and float16 are read
+// as float (cuda/half_elements.h): the max, the sums and each output are computed in float32,
+// and the output is rounded once where it is stored.
 #include <cmath>
 
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
+#include "cuda/half_elements.h"
 #include "cuda/launch.h"
 #include "cuda/softmax_kernels.h"
 #include "cuda/stream.h"
@@ -17,52 +20,60 @@ namespace {
 // A row of all -inf has max -inf, so x - max is NaN and the row becomes NaN, as on the CPU.
 template <class T>
 __global__ void softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log) {
+  using C = compute_t<T>;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* in = x + row * n;
     T* out = y + row * n;
-    T max = -std::numeric_limits<T>::infinity();
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) max = MaxOp<T>{}(max, in[i]);
+    C max = -std::numeric_limits<C>::infinity();
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) max = MaxOp<C>{}(max, to_compute(in[i]));
     max = block_max(max);
-    T sum = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += exp(in[i] - max);
+    C sum = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += exp(to_compute(in[i]) - max);
     sum = block_sum(sum);
     // (x - max) - log(sum), not x - (max + log(sum)), which rounds to the spacing of max.
-    const T log_sum = ::log(sum), inverse = T(1) / sum;
+    const C log_sum = ::log(sum), inverse = C(1) / sum;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      out[i] = log ? (in[i] - max) - log_sum : exp(in[i] - max) * inverse;
+      const C v = to_compute(in[i]);
+      out[i] = round_to<T>(log ? (v - max) - log_sum : exp(v - max) * inverse);
     }
   }
 }
 
 template <class T>
 __global__ void softmax_columns(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  using C = compute_t<T>;
   const int64_t columns = outer * inner;
   for (int64_t column = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; column < columns;
        column += int64_t(gridDim.x) * blockDim.x) {
     const int64_t base = (column / inner) * n * inner + column % inner;
-    T max = -std::numeric_limits<T>::infinity();
-    for (int64_t r = 0; r < n; ++r) max = MaxOp<T>{}(max, x[base + r * inner]);
-    T sum = 0;
-    for (int64_t r = 0; r < n; ++r) sum += exp(x[base + r * inner] - max);
-    const T log_sum = ::log(sum), inverse = T(1) / sum;
+    C max = -std::numeric_limits<C>::infinity();
+    for (int64_t r = 0; r < n; ++r) max = MaxOp<C>{}(max, to_compute(x[base + r * inner]));
+    C sum = 0;
+    for (int64_t r = 0; r < n; ++r) sum += exp(to_compute(x[base + r * inner]) - max);
+    const C log_sum = ::log(sum), inverse = C(1) / sum;
     for (int64_t r = 0; r < n; ++r) {
       const int64_t at = base + r * inner;
-      y[at] = log ? (x[at] - max) - log_sum : exp(x[at] - max) * inverse;
+      const C v = to_compute(x[at]);
+      y[at] = round_to<T>(log ? (v - max) - log_sum : exp(v - max) * inverse);
     }
   }
 }
 
 template <class T>
 __global__ void softmax_backward_rows(const T* grad_y, const T* y, T* grad_x, int64_t rows, int64_t n, bool log) {
+  using C = compute_t<T>;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* g = grad_y + row * n;
     const T* out = y + row * n;
     T* gx = grad_x + row * n;
-    T dot = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) dot += log ? g[i] : g[i] * out[i];
+    C dot = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      dot += log ? to_compute(g[i]) : to_compute(g[i]) * to_compute(out[i]);
+    }
     dot = block_sum(dot);
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      gx[i] = log ? g[i] - exp(out[i]) * dot : out[i] * (g[i] - dot);
+      gx[i] = round_to<T>(log ? to_compute(g[i]) - exp(to_compute(out[i])) * dot
+                              : to_compute(out[i]) * (to_compute(g[i]) - dot));
     }
   }
 }
@@ -70,18 +81,20 @@ __global__ void softmax_backward_rows(const T* grad_y, const T* y, T* grad_x, in
 template <class T>
 __global__ void softmax_backward_columns(const T* grad_y, const T* y, T* grad_x, int64_t outer, int64_t n,
                                          int64_t inner, bool log) {
+  using C = compute_t<T>;
   const int64_t columns = outer * inner;
   for (int64_t column = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; column < columns;
        column += int64_t(gridDim.x) * blockDim.x) {
     const int64_t base = (column / inner) * n * inner + column % inner;
-    T dot = 0;
+    C dot = 0;
     for (int64_t r = 0; r < n; ++r) {
       const int64_t at = base + r * inner;
-      dot += log ? grad_y[at] : grad_y[at] * y[at];
+      dot += log ? to_compute(grad_y[at]) : to_compute(grad_y[at]) * to_compute(y[at]);
     }
     for (int64_t r = 0; r < n; ++r) {
       const int64_t at = base + r * inner;
-      grad_x[at] = log ? grad_y[at] - exp(y[at]) * dot : y[at] * (grad_y[at] - dot);
+      grad_x[at] = round_to<T>(log ? to_compute(grad_y[at]) - exp(to_compute(y[at])) * dot
+                                   : to_compute(y[at]) * (to_compute(grad_y[at]) - dot));
     }
   }
 }
@@ -114,10 +127,13 @@ void launch_softmax_backward(const T* grad_y, const T* y, T* grad_x, int64_t out
   check_launch(log ? "log_softmax backward" : "softmax backward");
 }
 
-template void launch_softmax_forward<float>(const float*, float*, int64_t, int64_t, int64_t, bool);
-template void launch_softmax_forward<double>(const double*, double*, int64_t, int64_t, int64_t, bool);
-template void launch_softmax_backward<float>(const float*, const float*, float*, int64_t, int64_t, int64_t, bool);
-template void launch_softmax_backward<double>(const double*, const double*, double*, int64_t, int64_t, int64_t,
-                                              bool);
+#define EMBER_INSTANTIATE_SOFTMAX(T)                                                            \
+  template void launch_softmax_forward<T>(const T*, T*, int64_t, int64_t, int64_t, bool); \
+  template void launch_softmax_backward<T>(const T*, const T*, T*, int64_t, int64_t, int64_t, bool);
+EMBER_INSTANTIATE_SOFTMAX(float)
+EMBER_INSTANTIATE_SOFTMAX(double)
+EMBER_INSTANTIATE_SOFTMAX(__nv_bfloat16)
+EMBER_INSTANTIATE_SOFTMAX(__half)
+#undef EMBER_INSTANTIATE_SOFTMAX
 
 }  // namespace ember::cuda

@@ -1,6 +1,7 @@
 // Launchers of the softmax and log_softmax kernels (cuda/softmax.cu), on raw pointers so that
 // g++ can call what nvcc compiled. Inputs are contiguous, seen as [outer, n, inner]; the op
-// runs along n. Defined for float and double.
+// runs along n. Defined for float, double, __nv_bfloat16 and __half (computed in float32,
+// rounded once on store).
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "cuda/check.h"
+#include "cuda/half_elements.h"
 #include "cuda/launch.h"
 #include "cuda/sort_kernels.h"
 #include "cuda/stream.h"
@@ -31,21 +32,24 @@ __device__ bool comes_before(T a, int64_t ia, T b, int64_t ib, bool descending) 
   return ia < ib;
 }
 
+// Values are compared as their compute type: a 16-bit element widens to float exactly, and the
+// selected one is stored back unchanged.
 template <class T>
 __global__ void sort_rows(const T* x, T* values, int64_t* indices, int64_t rows, int64_t length, int64_t k,
                           bool descending) {
-  __shared__ T best_values[kSortThreads];
+  using C = compute_t<T>;
+  __shared__ C best_values[kSortThreads];
   __shared__ int64_t best_positions[kSortThreads];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* in = x + row * length;
-    T previous = T(0);
+    C previous = C(0);
     int64_t previous_position = -1;  // none yet: every element qualifies
     for (int64_t out = 0; out < k; ++out) {
       // This thread's first element after `previous`, in sort order.
-      T best = T(0);
+      C best = C(0);
       int64_t best_position = -1;
       for (int64_t i = threadIdx.x; i < length; i += blockDim.x) {
-        const T v = in[i];
+        const C v = to_compute(in[i]);
         if (previous_position >= 0 && !comes_before(previous, previous_position, v, i, descending)) continue;
         if (best_position < 0 || comes_before(v, i, best, best_position, descending)) {
           best = v;
@@ -57,7 +61,7 @@ __global__ void sort_rows(const T* x, T* values, int64_t* indices, int64_t rows,
       __syncthreads();
       for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
         if (threadIdx.x < stride) {
-          const T other = best_values[threadIdx.x + stride];
+          const C other = best_values[threadIdx.x + stride];
           const int64_t other_position = best_positions[threadIdx.x + stride];
           const int64_t mine = best_positions[threadIdx.x];
           if (other_position >= 0 &&
@@ -71,7 +75,7 @@ __global__ void sort_rows(const T* x, T* values, int64_t* indices, int64_t rows,
       previous = best_values[0];
       previous_position = best_positions[0];
       if (threadIdx.x == 0) {
-        values[row * k + out] = previous;
+        values[row * k + out] = round_to<T>(previous);
         indices[row * k + out] = previous_position;
       }
       __syncthreads();  // best_values is rewritten by the next selection
@@ -93,5 +97,8 @@ template void launch_sort<float>(const float*, float*, int64_t*, int64_t, int64_
 template void launch_sort<double>(const double*, double*, int64_t*, int64_t, int64_t, int64_t, bool);
 template void launch_sort<int64_t>(const int64_t*, int64_t*, int64_t*, int64_t, int64_t, int64_t, bool);
 template void launch_sort<bool>(const bool*, bool*, int64_t*, int64_t, int64_t, int64_t, bool);
+template void launch_sort<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int64_t*, int64_t, int64_t, int64_t,
+                                         bool);
+template void launch_sort<__half>(const __half*, __half*, int64_t*, int64_t, int64_t, int64_t, bool);
 
 }  // namespace ember::cuda

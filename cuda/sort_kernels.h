@@ -1,6 +1,7 @@
 // Launcher of the sort kernel (cuda/sort.cu) on raw pointers: the first k of every sorted row
 // of x [rows, length] (contiguous) into values and indices [rows, k]. Stable; NaN sorts as
-// the largest value. Every dtype: float, double, int64_t and bool, as on the CPU.
+// the largest value. Every dtype: float, double, int64_t, bool, __nv_bfloat16 and __half, as
+// on the CPU.
 #pragma once
 
 #include <cstdint>

@@ -90,40 +90,45 @@ struct Clamp {
 
 }  // namespace
 
+// A 16-bit T runs the float functors (in_compute_type: widened on load, rounded on store).
 template <class T>
 void launch_unary(UnaryOp op, const StridedLayout<2>& layout, int64_t n, T* out, const T* x) {
-  launch_elementwise("unary", layout, n, UnaryMath<T>{op}, out, x);
+  launch_elementwise("unary", layout, n, in_compute_type<T>(UnaryMath<compute_t<T>>{op}), out, x);
 }
 
 template <class T>
 void launch_unary_predicate(UnaryOp op, const StridedLayout<2>& layout, int64_t n, bool* out, const T* x) {
-  launch_elementwise(op == UnaryOp::IsFinite ? "isfinite" : "isnan", layout, n, UnaryPredicate<T>{op}, out, x);
+  launch_elementwise(op == UnaryOp::IsFinite ? "isfinite" : "isnan", layout, n,
+                     in_compute_type<bool>(UnaryPredicate<compute_t<T>>{op}), out, x);
 }
 
 template <class T>
 void launch_activation_backward(UnaryOp op, const StridedLayout<3>& layout, int64_t n, T* grad_x, const T* grad,
                                 const T* x) {
-  launch_elementwise("activation_backward", layout, n, ActivationBackward<T>{op}, grad_x, grad, x);
+  launch_elementwise("activation_backward", layout, n, in_compute_type<T>(ActivationBackward<compute_t<T>>{op}),
+                     grad_x, grad, x);
 }
 
 template <class T>
-void launch_clamp(const StridedLayout<2>& layout, int64_t n, T* out, const T* x, T low, T high) {
-  launch_elementwise("clamp", layout, n, Clamp<T>{low, high}, out, x);
+void launch_clamp(const StridedLayout<2>& layout, int64_t n, T* out, const T* x, compute_t<T> low,
+                  compute_t<T> high) {
+  launch_elementwise("clamp", layout, n, in_compute_type<T>(Clamp<compute_t<T>>{low, high}), out, x);
 }
 
-template void launch_unary<float>(UnaryOp, const StridedLayout<2>&, int64_t, float*, const float*);
-template void launch_unary<double>(UnaryOp, const StridedLayout<2>&, int64_t, double*, const double*);
+#define EMBER_INSTANTIATE_FLOATING(T)                                                                         \
+  template void launch_unary<T>(UnaryOp, const StridedLayout<2>&, int64_t, T*, const T*);                   \
+  template void launch_unary_predicate<T>(UnaryOp, const StridedLayout<2>&, int64_t, bool*, const T*);      \
+  template void launch_activation_backward<T>(UnaryOp, const StridedLayout<3>&, int64_t, T*, const T*,      \
+                                              const T*);                                                    \
+  template void launch_clamp<T>(const StridedLayout<2>&, int64_t, T*, const T*, compute_t<T>, compute_t<T>);
+EMBER_INSTANTIATE_FLOATING(float)
+EMBER_INSTANTIATE_FLOATING(double)
+EMBER_INSTANTIATE_FLOATING(__nv_bfloat16)
+EMBER_INSTANTIATE_FLOATING(__half)
+#undef EMBER_INSTANTIATE_FLOATING
 template void launch_unary<int64_t>(UnaryOp, const StridedLayout<2>&, int64_t, int64_t*, const int64_t*);
-template void launch_unary_predicate<float>(UnaryOp, const StridedLayout<2>&, int64_t, bool*, const float*);
-template void launch_unary_predicate<double>(UnaryOp, const StridedLayout<2>&, int64_t, bool*, const double*);
 template void launch_unary_predicate<int64_t>(UnaryOp, const StridedLayout<2>&, int64_t, bool*, const int64_t*);
 template void launch_unary_predicate<bool>(UnaryOp, const StridedLayout<2>&, int64_t, bool*, const bool*);
-template void launch_activation_backward<float>(UnaryOp, const StridedLayout<3>&, int64_t, float*, const float*,
-                                               const float*);
-template void launch_activation_backward<double>(UnaryOp, const StridedLayout<3>&, int64_t, double*, const double*,
-                                                const double*);
-template void launch_clamp<float>(const StridedLayout<2>&, int64_t, float*, const float*, float, float);
-template void launch_clamp<double>(const StridedLayout<2>&, int64_t, double*, const double*, double, double);
 template void launch_clamp<int64_t>(const StridedLayout<2>&, int64_t, int64_t*, const int64_t*, int64_t, int64_t);
 
 }  // namespace ember::cuda

@@ -57,6 +57,12 @@ inline Tensor poisoned(const Shape& shape, DType dtype = kFloat32) {
   return full(shape, NAN, TensorOptions(dtype).device(kGPU));
 }
 
+// Standard normal values of `dtype` on the CPU; a 16-bit tensor holds float32 draws rounded, so
+// the suites need no 16-bit random kernel of the CPU.
+inline Tensor random_normal(const Shape& shape, DType dtype) {
+  return is_16_bit_floating_point(dtype) ? randn(shape).to(dtype) : randn(shape, dtype);
+}
+
 // Runs `op` on CPU leaves and on GPU copies of them, compares the results, then backpropagates
 // the same random upstream gradient on both devices and compares the gradient of every input
 // that requires grad. `inputs` live on the CPU; pass views (transpose, expand) inside `op` to
@@ -83,7 +89,7 @@ inline void check_op_parity(const std::function<Tensor(const Inputs&)>& op, cons
   check_parity(gpu_result, cpu_result, tolerance, what + " (forward)");
   if (!cpu_result.requires_grad()) return;
   REQUIRE_MESSAGE(gpu_result.requires_grad(), what << ": the CUDA result records no backward");
-  const Tensor upstream = randn(cpu_result.sizes(), cpu_result.dtype());
+  const Tensor upstream = random_normal(cpu_result.sizes(), cpu_result.dtype());
   cpu_result.backward(upstream);
   gpu_result.backward(upstream.to(kGPU));
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -92,6 +98,46 @@ inline void check_op_parity(const std::function<Tensor(const Inputs&)>& op, cons
     check_parity(gpu_inputs[k].grad(), cpu_inputs[k].grad(), gradient_tolerance,
                  what + " (gradient of input " + std::to_string(k) + ")");
   }
+}
+
+// --- bfloat16 and float16 ---------------------------------------------------------------------
+
+inline constexpr DType kHalfDTypes[] = {kBFloat16, kFloat16};
+
+// The unit roundoff of a 16-bit format, the largest relative error of one rounding to it:
+// bfloat16 keeps 8 significant bits (2^-8), float16 11 (2^-11).
+inline double unit_roundoff(DType dtype) { return dtype == kBFloat16 ? 0x1p-8 : 0x1p-11; }
+
+// Tolerance for 16-bit results. Both devices compute each op in float32 and round once, so an
+// element differs only where the two float32 values (summed in another order, or from CUDA's
+// own exp and log) fall on either side of a rounding boundary: by one unit in the last place,
+// at most 2 units roundoff relative to it, and in norm far less, as few elements do. Each 16-bit
+// op a result passes through (`roundings`: a gradient is the work of several ops, each storing
+// 16-bit intermediates) may add as much again.
+inline double half_tolerance(DType dtype, int roundings = 1) { return 2.0 * roundings * unit_roundoff(dtype); }
+
+// The 16-bit check of one op: `inputs` (CPU, float32 or integer) have their floating ones rounded
+// to `dtype`; the op then runs in `dtype` on both devices, forward and backward, compared as
+// check_op_parity does (gradients under `gradient_roundings` roundings); and the GPU's 16-bit
+// result is compared with the float32 op on the GPU on the same rounded inputs, rounded to the
+// result's dtype: the rule every 16-bit kernel follows, checked without the CPU's kernels.
+inline void check_half_op_parity(const std::function<Tensor(const Inputs&)>& op, const std::vector<Tensor>& inputs,
+                                 DType dtype, const std::string& what, int gradient_roundings = 3) {
+  const std::string name = what + " in " + std::string(dtype_name(dtype));
+  std::vector<Tensor> rounded, narrow_gpu, wide_gpu;
+  for (const Tensor& input : inputs) {
+    const bool floating = is_floating_point(input.dtype());
+    Tensor r = floating ? input.detach().to(dtype) : input.detach();
+    if (input.requires_grad()) r.requires_grad_(true);
+    rounded.push_back(r);
+    narrow_gpu.push_back(r.detach().to(kGPU));
+    wide_gpu.push_back(floating ? r.detach().to(kFloat32).to(kGPU) : r.detach().to(kGPU));
+  }
+  check_op_parity(op, rounded, half_tolerance(dtype), name, half_tolerance(dtype, gradient_roundings));
+  const Tensor result = op(narrow_gpu);
+  Tensor expected = op(wide_gpu);
+  if (is_floating_point(expected.dtype())) expected = expected.to(result.dtype());
+  check_parity(result, expected, half_tolerance(dtype), name + " against float32 on the GPU, rounded");
 }
 
 }  // namespace ember::testing::cuda

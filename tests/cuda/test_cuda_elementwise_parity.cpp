@@ -24,6 +24,11 @@ Tensor domain_input(UnaryOp op, const Shape& shape, DType dtype) {
   return x;
 }
 
+const std::vector<BinaryOp> kArithmetic = {BinaryOp::Add, BinaryOp::Sub,     BinaryOp::Mul,    BinaryOp::Div,
+                                           BinaryOp::Pow, BinaryOp::Maximum, BinaryOp::Minimum};
+const std::vector<BinaryOp> kPredicates = {BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt,         BinaryOp::Le,
+                                           BinaryOp::Gt, BinaryOp::Ge, BinaryOp::LogicalAnd, BinaryOp::LogicalOr};
+
 const std::vector<UnaryOp> kDifferentiableUnary = {UnaryOp::Neg,  UnaryOp::Abs,     UnaryOp::Exp,  UnaryOp::Log,
                                                    UnaryOp::Sqrt, UnaryOp::Rsqrt,   UnaryOp::Sin,  UnaryOp::Cos,
                                                    UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Relu, UnaryOp::Erf,
@@ -82,6 +87,15 @@ void check_poisoned(const Tensor& cpu_result, Kernel kernel, const std::string& 
     check_parity(out, cpu_result, is_floating_point(cpu_result.dtype()) ? 1e-5 : 0.0, what + " (poisoned output)");
     if (cpu_result.dtype() != kBool) break;
   }
+}
+
+// maximum and minimum: NaN wins, on both devices.
+void check_nan_wins(DType dtype) {
+  const Tensor with_nan = tensor<double>({1.0, NAN, 3.0, 2.0}, {4}).to(dtype);
+  const Tensor other = tensor<double>({2.0, 0.0, NAN, 2.0}, {4}).to(dtype);
+  const std::string name(dtype_name(dtype));
+  check_parity(maximum(with_nan.to(kGPU), other.to(kGPU)), maximum(with_nan, other), 0.0, "maximum NaN " + name);
+  check_parity(minimum(with_nan.to(kGPU), other.to(kGPU)), minimum(with_nan, other), 0.0, "minimum NaN " + name);
 }
 
 }  // namespace
@@ -145,11 +159,9 @@ TEST_CASE("every binary op matches the CPU with broadcasting and non-contiguous 
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   manual_seed(seed);
-  const std::vector<BinaryOp> arithmetic = {BinaryOp::Add, BinaryOp::Sub,     BinaryOp::Mul,    BinaryOp::Div,
-                                            BinaryOp::Pow, BinaryOp::Maximum, BinaryOp::Minimum};
   for (DType dtype : {kFloat32, kFloat64}) {
     const double tolerance = tolerance_for(dtype, kElementwiseTolerance);
-    for (BinaryOp op : arithmetic) {
+    for (BinaryOp op : kArithmetic) {
       const std::string name = std::string(binary_op_name(op)) + " " + std::string(dtype_name(dtype));
       // pow takes a positive base; div a divisor away from 0.
       const Tensor a = as_leaf(op == BinaryOp::Pow ? add(rand({4, 1, 6}, dtype), 0.5) : randn({4, 1, 6}, dtype));
@@ -168,11 +180,7 @@ TEST_CASE("every binary op matches the CPU with broadcasting and non-contiguous 
                      },
                      name);
     }
-    // maximum and minimum: NaN wins, ties split the gradient.
-    const Tensor with_nan = tensor<double>({1.0, NAN, 3.0, 2.0}, {4}).to(dtype);
-    const Tensor other = tensor<double>({2.0, 0.0, NAN, 2.0}, {4}).to(dtype);
-    check_parity(maximum(with_nan.to(kGPU), other.to(kGPU)), maximum(with_nan, other), 0.0, "maximum NaN");
-    check_parity(minimum(with_nan.to(kGPU), other.to(kGPU)), minimum(with_nan, other), 0.0, "minimum NaN");
+    check_nan_wins(dtype);
   }
 }
 
@@ -180,13 +188,11 @@ TEST_CASE("comparisons, logical ops and int64 arithmetic match the CPU") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   manual_seed(seed);
-  const std::vector<BinaryOp> predicates = {BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt,         BinaryOp::Le,
-                                            BinaryOp::Gt, BinaryOp::Ge, BinaryOp::LogicalAnd, BinaryOp::LogicalOr};
   for (DType dtype : {kFloat32, kFloat64, kInt64, kBool}) {
     // Few distinct values, so equality is common.
     const Tensor a = dtype == kBool ? gt(randn({3, 1, 8}), 0.0) : randint(-2, 3, {3, 1, 8}).to(dtype);
     const Tensor b = dtype == kBool ? gt(randn({8, 4}), 0.0) : randint(-2, 3, {8, 4}).to(dtype);
-    for (BinaryOp op : predicates) {
+    for (BinaryOp op : kPredicates) {
       const std::string name = std::string(binary_op_name(op)) + " " + std::string(dtype_name(dtype));
       // b.t() is [4, 8], non-contiguous, and broadcasts against a's [3, 1, 8].
       check_parity(binary_forward(op, a.to(kGPU), b.to(kGPU).t()), binary_forward(op, a, b.t()), 0.0, name);
@@ -310,4 +316,154 @@ TEST_CASE("a large elementwise op covers every element across many blocks") {
   const Tensor y = randn({1000, 1});
   check_parity(add(x.to(kGPU).transpose(0, 2), y.t().to(kGPU).unsqueeze(2)), add(x.transpose(0, 2), y.t().unsqueeze(2)),
                0.0, "large broadcast add");
+}
+
+// --- bfloat16 and float16 -----------------------------------------------------------------------
+// Each op in 16 bits against the CPU in the same dtype, forward and backward, and against the
+// float32 op on the GPU on the same rounded inputs, rounded (check_half_op_parity, parity.h).
+
+TEST_CASE("every unary op and clamp match in bfloat16 and float16, forward and backward") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (const DType dtype : kHalfDTypes) {
+    for (UnaryOp op : kDifferentiableUnary) {
+      const std::string name(unary_op_name(op));
+      const Tensor x = as_leaf(domain_input(op, {37, 65}, kFloat32));
+      check_half_op_parity([op](const Inputs& in) { return apply_unary(op, in[0]); }, {x}, dtype, name);
+      check_half_op_parity([op](const Inputs& in) { return apply_unary(op, in[0].t()); }, {x}, dtype,
+                           name + " transposed");
+    }
+    const Tensor x = as_leaf(randn({20, 30}));
+    check_half_op_parity([](const Inputs& in) { return clamp(in[0], -0.5, 0.7); }, {x}, dtype, "clamp");
+    check_half_op_parity([](const Inputs& in) { return clamp(in[0].t(), std::nullopt, 0.2); }, {x}, dtype,
+                         "clamp max only");
+    // The predicates and sign on the special values: exact on both devices.
+    const Tensor values = tensor<double>({-2.5, 0.0, 3.0, NAN, INFINITY, -INFINITY, 1e-30, 7e4}, {8}).to(dtype);
+    for (UnaryOp op : {UnaryOp::Sign, UnaryOp::IsFinite, UnaryOp::IsNan, UnaryOp::Relu, UnaryOp::Abs, UnaryOp::Neg}) {
+      check_parity(apply_unary(op, values.to(kGPU)), apply_unary(op, values), 0.0,
+                   std::string(unary_op_name(op)) + " " + std::string(dtype_name(dtype)));
+    }
+    check_parity(clamp(values.to(kGPU), -1.0, 1.0), clamp(values, -1.0, 1.0), 0.0, "clamp of special values");
+  }
+}
+
+TEST_CASE("every binary op matches in bfloat16 and float16, broadcast, transposed and with a scalar") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (const DType dtype : kHalfDTypes) {
+    for (BinaryOp op : kArithmetic) {
+      const std::string name(binary_op_name(op));
+      const bool positive = op == BinaryOp::Div || op == BinaryOp::Pow;
+      const Tensor a = as_leaf(op == BinaryOp::Pow ? add(rand({4, 1, 6}), 0.5) : randn({4, 1, 6}));
+      const Tensor b = as_leaf(positive ? add(rand({5, 6}), 0.5) : randn({5, 6}));
+      const Tensor c = as_leaf(positive ? add(rand({6, 5}), 0.5) : randn({6, 5}));
+      check_half_op_parity([op](const Inputs& in) { return apply_binary(op, in[0], in[1]); }, {a, b}, dtype,
+                           name + " broadcast");
+      check_half_op_parity([op](const Inputs& in) { return apply_binary(op, in[0], in[1].t()); }, {b, c}, dtype,
+                           name + " transposed");
+      check_half_op_parity(
+          [op](const Inputs& in) { return apply_binary(op, in[0], scalar_operand(in[0], 1.5, "t")); }, {b}, dtype,
+          name + " with a scalar");
+    }
+    // Few distinct values, so equality is common: the predicates are exact.
+    const Tensor a = randint(-2, 3, {3, 1, 8}).to(dtype), b = randint(-2, 3, {8, 4}).to(dtype);
+    for (BinaryOp op : kPredicates) {
+      check_parity(binary_forward(op, a.to(kGPU), b.to(kGPU).t()), binary_forward(op, a, b.t()), 0.0,
+                   std::string(binary_op_name(op)) + " " + std::string(dtype_name(dtype)));
+    }
+    check_nan_wins(dtype);
+  }
+}
+
+TEST_CASE("where, masked_fill, tril and triu move bfloat16 and float16 elements exactly") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  for (const DType dtype : kHalfDTypes) {
+    const Tensor condition = gt(randn({4, 1, 6}), 0.0);
+    const Tensor a = as_leaf(randn({5, 6})), b = as_leaf(randn({4, 5, 1}));
+    check_half_op_parity([](const Inputs& in) { return where(in[0], in[1], in[2]); }, {condition, a, b}, dtype,
+                         "where");
+    const Tensor mask = gt(randn({6, 1}), 0.0);
+    // -1e9 is past float16's range: -inf there, on both devices.
+    check_half_op_parity([](const Inputs& in) { return masked_fill(in[0].t(), in[1], -1e9); },
+                         {as_leaf(randn({5, 6})), mask}, dtype, "masked_fill");
+    const Tensor x = as_leaf(randn({3, 5, 7}));
+    for (int64_t diagonal : {-2, 0, 3}) {
+      check_half_op_parity([diagonal](const Inputs& in) { return tril(in[0], diagonal); }, {x}, dtype, "tril");
+      check_half_op_parity([diagonal](const Inputs& in) { return triu(in[0].transpose(1, 2), diagonal); }, {x},
+                           dtype, "triu transposed");
+    }
+    const Tensor rounded = randn({9}).to(dtype);
+    check_parity(where(gt(rounded, 0.0).to(kGPU), rounded.to(kGPU), neg(rounded).to(kGPU)),
+                 where(gt(rounded, 0.0), rounded, neg(rounded)), 0.0, "where is exact");
+  }
+}
+
+TEST_CASE("every dtype converts to and from bfloat16 and float16 on the GPU as on the CPU") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  // Fractions of both signs, zeros, large values and values below float16's normal range. (Past
+  // float16's range a value becomes inf, whose conversion to int64 C++ leaves undefined and the
+  // two devices answer differently: overflow is checked on its own below.)
+  Tensor values = where(gt(rand({6, 7}), 0.8), zeros({6, 7}), mul(randn({6, 7}), 5.0));
+  values = where(gt(rand({6, 7}), 0.9), mul(rand({6, 7}), 6e4), values);
+  values = where(gt(rand({6, 7}), 0.9), mul(randn({6, 7}), 1e-6), values);
+  const std::vector<DType> all = {kFloat32, kFloat64, kInt64, kBool, kBFloat16, kFloat16};
+  for (DType from : all) {
+    const Tensor host = from == kBool ? gt(values, 0.0) : values.to(from);
+    const Tensor device = host.to(kGPU);
+    for (DType to : all) {
+      if (!is_16_bit_floating_point(from) && !is_16_bit_floating_point(to)) continue;
+      const std::string name = std::string(dtype_name(from)) + " to " + std::string(dtype_name(to));
+      check_parity(device.to(to), host.to(to), 0.0, name);
+      check_parity(device.t().to(to), host.t().to(to), 0.0, name + " transposed");
+      check_parity(device.t().contiguous().to(to), host.t().contiguous().to(to), 0.0, name + " made contiguous");
+    }
+  }
+  // Past the largest finite value (65504 for float16): infinity, on both devices.
+  const Tensor large = tensor<double>({65519.0, 65520.0, -7e4, 1e6, 3.5e38, -1e39, NAN}, {7});
+  for (DType to : kHalfDTypes) {
+    check_parity(large.to(kGPU).to(to), large.to(to), 0.0, "overflow to " + std::string(dtype_name(to)));
+    check_parity(large.to(kFloat32).to(kGPU).to(to), large.to(kFloat32).to(to), 0.0,
+                 "float32 overflow to " + std::string(dtype_name(to)));
+  }
+}
+
+TEST_CASE("bfloat16 and float16 fill, arange, rand, randn and randint match the CPU's rounding") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  for (const DType dtype : kHalfDTypes) {
+    const std::string name(dtype_name(dtype));
+    const TensorOptions on_gpu = TensorOptions(dtype).device(kGPU);
+    for (const double value : {0.1, -3.3, 1e5, 1.0 + 0x1p-8 + 0x1p-30, 1e-7}) {
+      check_parity(full({5, 3}, value, on_gpu), full({5, 3}, value, dtype), 0.0, "full " + name);
+    }
+    Tensor view = zeros({4, 6}, on_gpu);
+    view.t().narrow(0, 1, 3).fill_(2.5);
+    Tensor host_view = zeros({4, 6}, dtype);
+    host_view.t().narrow(0, 1, 3).fill_(2.5);
+    check_parity(view, host_view, 0.0, "fill_ of a view " + name);
+    check_parity(arange(-3.0, 300.0, 0.7, on_gpu), arange(-3.0, 300.0, 0.7, dtype), 0.0, "arange " + name);
+    // The same draws on both devices: float32's numbers, rounded by the CPU's rules.
+    manual_seed(seed);
+    const Tensor uniform = rand({4099}, on_gpu);
+    manual_seed(seed);
+    check_parity(uniform, rand({4099}, dtype), 0.0, "rand " + name);
+    CHECK(all(lt(uniform, 1.0)).item<bool>());
+    manual_seed(seed);
+    const Tensor normal = randn({4099}, on_gpu);
+    manual_seed(seed);
+    check_parity(normal, randn({4099}, dtype), 0.0, "randn " + name);
+    manual_seed(seed);
+    check_parity(normal, randn({4099}, TensorOptions(kFloat32).device(kGPU)).to(dtype), 0.0,
+                 "randn is float32's draw, rounded " + name);
+    manual_seed(seed);
+    const Tensor integers = randint(-70000, 70000, {999}, on_gpu);
+    manual_seed(seed);
+    check_parity(integers, randint(-70000, 70000, {999}, dtype), 0.0, "randint " + name);
+  }
 }

@@ -58,6 +58,43 @@ TEST_CASE("every product is one cuBLAS call, whatever its batch layout") {
   }
 }
 
+// The same layouts in bfloat16 and float16: cublasGemmStridedBatchedEx and cublasGemmBatchedEx
+// (CUDA_R_16BF / CUDA_R_16F operands, float32 accumulation), still one call per product.
+TEST_CASE("bfloat16 and float16 products over every batch layout match the CPU in one cuBLAS call each") {
+  auto leaf = [](const Shape& shape) { return randn(shape, TensorOptions().requires_grad(true)); };
+  for (const DType dtype : kHalfDTypes) {
+    CAPTURE(dtype);
+    check_half_op_parity(
+        [](const Inputs& in) {
+          const Tensor heads = in[0].view({4, 6, 3, 3, 8});
+          const Tensor q = heads.select(2, 0).transpose(1, 2), k = heads.select(2, 1).transpose(1, 2);
+          return matmul(q, k.transpose(-2, -1));
+        },
+        {leaf({4, 6, 72})}, dtype, "split heads q k^T");
+    check_half_op_parity([](const Inputs& in) { return matmul(in[0], in[1].view({4, 6, 3, 8}).transpose(1, 2)); },
+                         {leaf({4, 3, 5, 6}), leaf({4, 6, 24})}, dtype, "weights times split-head v");
+    check_half_op_parity([](const Inputs& in) { return matmul(in[0].permute({1, 0, 2, 3}), in[1]); },
+                         {leaf({3, 2, 5, 7}), leaf({2, 3, 7, 4})}, dtype, "permuted batch");
+    check_half_op_parity([](const Inputs& in) { return matmul(in[0].expand({2, 3, 5, 7}), in[1]); },
+                         {leaf({2, 1, 5, 7}), leaf({2, 3, 7, 4})}, dtype, "batch broadcast in the middle");
+
+    const Tensor packed = randn({8, 16, 3 * 4 * 32}).to(dtype).to(kGPU);
+    const Tensor heads = packed.view({8, 16, 3, 4, 32});
+    const Tensor q = heads.select(2, 0).transpose(1, 2), k = heads.select(2, 1).transpose(1, 2);
+    const Tensor batch = randn({5, 7, 64, 32}).to(dtype).to(kGPU), other = randn({5, 7, 32, 16}).to(dtype).to(kGPU);
+    for (const auto& [name, product] : std::vector<std::pair<std::string, std::function<Tensor()>>>{
+             {"contiguous batch (strided-batched)", [&] { return matmul(batch, other); }},
+             {"split heads q k^T (pointer arrays)", [&] { return matmul(q, k.transpose(-2, -1)); }}}) {
+      CAPTURE(name);
+      const int64_t before = ember::cuda::cublas_calls();
+      const Tensor out = product();
+      CHECK(ember::cuda::cublas_calls() - before == 1);
+      CHECK(out.dtype() == dtype);
+      CHECK(std::isfinite(out.sum().item<double>()));
+    }
+  }
+}
+
 // The cuBLAS calls of one warm step of a small classifier with heads split as views.
 int64_t cublas_calls_per_warm_step(int64_t batch, int64_t* forward_products) {
   manual_seed(7);

@@ -2,7 +2,8 @@
 // linear (cuBLAS, transposed and broadcast operands), softmax, log_softmax, layer_norm,
 // cross_entropy, embedding, dropout (the same mask), index ops, sort and topk, and
 // scaled_dot_product_attention with its masks; then the kernels called directly on poisoned
-// outputs, so an element a kernel forgets to write shows up.
+// outputs, so an element a kernel forgets to write shows up. Each family in float32 and float64,
+// and in bfloat16 and float16 (at the end of the file).
 #include <cmath>
 #include <limits>
 
@@ -284,16 +285,28 @@ TEST_CASE("scaled_dot_product_attention matches the CPU with causal, boolean, ad
 // lengths that are not multiples of 64, L != S both ways, head dims over 64 (the chunked path),
 // heads split off a projection as views, masks, and dropout, each against the CPU's fused
 // kernel in both dtypes.
+// scaled_dot_product_attention with `options` as a function of q, k and v: the mask moved to q's
+// device (an additive one in q's dtype), and with dropout the generator seeded first, so that
+// every call draws the same mask.
+std::function<Tensor(const std::vector<Tensor>&)> fused_attention(AttentionOptions options,
+                                                                   uint64_t dropout_seed = 0) {
+  return [options, dropout_seed](const std::vector<Tensor>& in) {
+    AttentionOptions on_device = options;
+    if (on_device.attn_mask.defined()) {
+      const Tensor& mask = on_device.attn_mask;
+      on_device.attn_mask = mask.to(in[0].device()).to(mask.dtype() == kBool ? kBool : in[0].dtype());
+    }
+    if (options.dropout_p > 0) manual_seed(dropout_seed);
+    return scaled_dot_product_attention(in[0], in[1], in[2], on_device);
+  };
+}
+
 TEST_CASE("fused CUDA attention matches the CPU over tile edges, wide heads, views, masks and dropout") {
   const uint64_t seed = seed_fresh();
   INFO("seed " << seed);
-  auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
-    return [options, dropout_seed](const std::vector<Tensor>& in) {
-      AttentionOptions on_device = options;
-      if (on_device.attn_mask.defined()) on_device.attn_mask = on_device.attn_mask.to(in[0].device());
-      if (options.dropout_p > 0) manual_seed(dropout_seed);  // the same draw on both devices
-      return scaled_dot_product_attention(in[0], in[1], in[2], on_device);
-    };
+  // The options' attention of q, k and v, on whichever device they are.
+  const auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
+    return fused_attention(options, dropout_seed);
   };
   for (const DType dtype : {kFloat32, kFloat64}) {
     INFO("dtype " << dtype_name(dtype));
@@ -372,20 +385,20 @@ TEST_CASE("fused CUDA attention matches the composed form on the GPU and keeps m
 // gradients on both devices, then the parameters compared.
 template <class MakeOptimizer>
 void compare_optimizer_steps(const std::vector<Tensor>& initial, uint64_t seed, const std::string& what,
-                             MakeOptimizer make_optimizer) {
+                             MakeOptimizer make_optimizer, double tolerance = kElementwise) {
   auto run = [&](Device device) {
     std::vector<Tensor> params;
     for (const Tensor& p : initial) params.push_back(p.to(device).clone().requires_grad_(true));
     auto optimizer = make_optimizer(params);
     for (int step = 0; step < 3; ++step) {
       manual_seed(seed + step);
-      for (Tensor& p : params) p.mutable_grad() = randn(p.sizes(), p.dtype()).to(device);
+      for (Tensor& p : params) p.mutable_grad() = random_normal(p.sizes(), p.dtype()).to(device);
       optimizer.step();
     }
     return params;
   };
   const std::vector<Tensor> cpu = run(kCPU), gpu = run(kGPU);
-  for (size_t i = 0; i < cpu.size(); ++i) check_parity(gpu[i], cpu[i], kElementwise, what);
+  for (size_t i = 0; i < cpu.size(); ++i) check_parity(gpu[i], cpu[i], tolerance, what);
 }
 
 TEST_CASE("AdamW, Adam and SGD take the same steps on both devices") {
@@ -485,6 +498,269 @@ TEST_CASE("the kernels write every element of their outputs") {
     kernels::sort[kGPU](values, indices, x, true);
     check_parity(values, topk(x.cpu(), 4).values, 0.0, "sort kernel");
     CHECK(indices.cpu().to_vector<int64_t>() == topk(x.cpu(), 4).indices.to_vector<int64_t>());
+  }
+}
+
+// --- bfloat16 and float16 -----------------------------------------------------------------------
+// Each op in 16 bits against the CPU in the same dtype, forward and backward, and against the
+// float32 op on the GPU on the same rounded inputs, rounded (check_half_op_parity, parity.h).
+// Inputs are drawn in float32 (scaled there when the op wants a spread) and rounded by the check.
+
+using HalfOp = std::function<Tensor(const std::vector<Tensor>&)>;
+
+TEST_CASE("matmul, bmm and linear match in bfloat16 and float16 (tensor cores, float32 accumulation)") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  const HalfOp product = [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); };
+  for (const DType dtype : kHalfDTypes) {
+    check_half_op_parity(product, {leaf({17, 33}), leaf({33, 9})}, dtype, "matmul 2-D");
+    check_half_op_parity([](const std::vector<Tensor>& in) { return matmul(in[0].t(), in[1].t()); },
+                         {leaf({33, 17}), leaf({9, 33})}, dtype, "matmul a^T b^T");
+    check_half_op_parity(product, {leaf({3, 5, 7, 16}), leaf({16, 6})}, dtype, "matmul N-D x 2-D");
+    check_half_op_parity(product, {leaf({2, 1, 7, 16}), leaf({3, 16, 5})}, dtype, "matmul broadcast batch");
+    check_half_op_parity(product, {leaf({16}), leaf({4, 16, 5})}, dtype, "matmul vector");
+    check_half_op_parity(
+        [](const std::vector<Tensor>& in) { return bmm(in[0].transpose(1, 2), in[1].transpose(1, 2)); },
+        {leaf({4, 16, 7}), leaf({4, 5, 16})}, dtype, "bmm transposed views");
+    check_half_op_parity([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
+                         {leaf({2, 5, 24}), leaf({12, 24}), leaf({12})}, dtype, "linear");
+    // k == 0: zeros without cuBLAS.
+    check_half_op_parity(product, {leaf({4, 0}), leaf({0, 3})}, dtype, "matmul, k = 0");
+    // 256 terms per output: float32 accumulation keeps the result to one rounding.
+    check_half_op_parity(product, {leaf({64, 256}), leaf({256, 48})}, dtype, "matmul, k = 256");
+  }
+}
+
+TEST_CASE("softmax, log_softmax and layer_norm match in bfloat16 and float16, forward and backward") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : kHalfDTypes) {
+    for (const int64_t dim : {-1, 1}) {
+      INFO("dim " << dim);
+      const Tensor scores = as_leaf(mul(randn({3, 37, 300}), 4.0));
+      check_half_op_parity([dim](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, {scores}, dtype,
+                           "softmax");
+      check_half_op_parity([dim](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); }, {scores}, dtype,
+                           "log_softmax");
+    }
+    check_half_op_parity([](const std::vector<Tensor>& in) { return softmax(in[0], -1); },
+                         {as_leaf(mul(randn({6, 1000}), 4.0))}, dtype, "softmax, rows of 1000");
+    check_half_op_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 0); }, {leaf({7, 5000})}, dtype,
+                         "softmax, 5000 columns");
+    check_half_op_parity(
+        [](const std::vector<Tensor>& in) { return layer_norm(in[0], {96}, in[1], in[2]); },
+        {as_leaf(add(randn({4, 9, 96}), 3.0)), leaf({96}), leaf({96})}, dtype, "layer_norm");
+    check_half_op_parity([](const std::vector<Tensor>& in) { return layer_norm(in[0], {6, 40}); },
+                         {leaf({5, 6, 40})}, dtype, "layer_norm over two dims, no weight or bias");
+    check_half_op_parity([](const std::vector<Tensor>& in) { return layer_norm(in[0], {1000}, in[1], in[2]); },
+                         {leaf({5, 1000}), leaf({1000}), leaf({1000})}, dtype, "layer_norm, rows of 1000");
+    check_half_op_parity([](const std::vector<Tensor>& in) { return layer_norm(in[0], {33}, in[1], in[2]); },
+                         {leaf({700, 33}), leaf({33}), leaf({33})}, dtype, "layer_norm, many rows");
+  }
+}
+
+TEST_CASE("cross_entropy matches in bfloat16 and float16 with ignore_index, label smoothing and every reduction") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  Tensor targets = randint(0, 50, {6, 7});
+  targets = where(gt(rand({6, 7}), 0.8), full({6, 7}, -100.0, kInt64), targets);  // some ignored
+  const Tensor logits = as_leaf(mul(randn({6, 7, 50}), 3.0));
+  for (const DType dtype : kHalfDTypes) {
+    for (const double smoothing : {0.0, 0.1}) {
+      for (const Reduction reduction : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
+        INFO("label_smoothing " << smoothing << ", reduction " << static_cast<int>(reduction));
+        check_half_op_parity(
+            [=](const std::vector<Tensor>& in) {
+              return cross_entropy(in[0], in[1], {.label_smoothing = smoothing, .reduction = reduction});
+            },
+            {logits, targets}, dtype, "cross_entropy");
+      }
+    }
+  }
+}
+
+TEST_CASE("embedding, index_select and gather match in bfloat16 and float16; their backwards add in float32") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  const Tensor ids = randint(0, 11, {5, 13});  // 65 ids over 11 rows: many repeats
+  const Tensor rows = randint(0, 9, {14});
+  const Tensor index = randint(0, 6, {4, 6, 5});
+  for (const DType dtype : kHalfDTypes) {
+    check_half_op_parity([](const std::vector<Tensor>& in) { return embedding(in[0], in[1], std::nullopt); },
+                         {leaf({11, 24}), ids}, dtype, "embedding");
+    check_half_op_parity([](const std::vector<Tensor>& in) { return embedding(in[0], in[1], 3); },
+                         {leaf({11, 24}), ids}, dtype, "embedding with padding_idx");
+    check_half_op_parity([](const std::vector<Tensor>& in) { return index_select(in[0], 1, in[1]); },
+                         {leaf({4, 9, 3}), rows}, dtype, "index_select dim 1");
+    check_half_op_parity([](const std::vector<Tensor>& in) { return gather(in[0], 1, in[1]); },
+                         {leaf({4, 6, 5}), index}, dtype, "gather");
+    check_half_op_parity([](const std::vector<Tensor>& in) { return gather(in[0].transpose(0, 2), 1, in[1]); },
+                         {leaf({5, 6, 4}), randint(0, 6, {3, 6, 2})}, dtype, "gather strided");
+  }
+}
+
+TEST_CASE("dropout draws the float32 mask in bfloat16 and float16, on both devices") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  for (const DType dtype : kHalfDTypes) {
+    const Tensor x = randn({4099}).to(dtype);
+    manual_seed(seed);
+    const Tensor cpu_out = dropout(x, 0.3);
+    manual_seed(seed);
+    const Tensor gpu_out = dropout(x.to(kGPU), 0.3);
+    manual_seed(seed);
+    const Tensor float32_out = dropout(x.to(kFloat32).to(kGPU), 0.3);
+    CHECK(eq(gpu_out.cpu(), 0.0).to_vector<bool>() == eq(cpu_out, 0.0).to_vector<bool>());
+    CHECK(eq(gpu_out.cpu(), 0.0).to_vector<bool>() == eq(float32_out.cpu(), 0.0).to_vector<bool>());
+    check_parity(gpu_out, cpu_out, half_tolerance(dtype), "dropout " + std::string(dtype_name(dtype)));
+    check_parity(gpu_out, float32_out.to(dtype), half_tolerance(dtype), "dropout against float32, rounded");
+  }
+}
+
+TEST_CASE("sort and topk of bfloat16 and float16 match the CPU exactly, ties in stable order") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : kHalfDTypes) {
+    // Rounded normal draws tie often, so the stable order is exercised throughout.
+    const Tensor x = randn({5, 300}).to(dtype);
+    for (const bool descending : {false, true}) {
+      const ValuesIndices cpu = sort(x, -1, descending), gpu = sort(x.to(kGPU), -1, descending);
+      check_parity(gpu.values, cpu.values, 0.0, "sort values");
+      check_parity(gpu.indices, cpu.indices, 0.0, "sort indices");
+    }
+    check_half_op_parity([](const std::vector<Tensor>& in) { return topk(in[0], 5).values; }, {leaf({6, 1000})}, dtype,
+                         "topk");
+    const Tensor with_nan = tensor<float>({2, 1, 2, NAN, 1, 2}, {1, 6}).to(dtype);
+    CHECK(sort(with_nan.to(kGPU), -1, true).indices.to_vector<int64_t>() ==
+          sort(with_nan, -1, true).indices.to_vector<int64_t>());
+  }
+}
+
+TEST_CASE("AdamW, Adam and SGD take the same steps on bfloat16 and float16 parameters on both devices") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : kHalfDTypes) {
+    INFO("dtype " << dtype_name(dtype));
+    // Three steps, each storing the parameter and its state rounded once: 3 roundings.
+    const double tolerance = half_tolerance(dtype, 3);
+    const std::vector<Tensor> initial{randn({300, 70}).to(dtype), randn({70}).to(dtype), randn({3, 4})};
+    compare_optimizer_steps(
+        initial, seed, "AdamW", [](std::vector<Tensor> p) { return nn::AdamW(p, {.lr = 1e-2, .weight_decay = 0.1}); },
+        tolerance);
+    compare_optimizer_steps(
+        initial, seed, "Adam", [](std::vector<Tensor> p) { return nn::Adam(p, {.lr = 1e-2, .weight_decay = 0.1}); },
+        tolerance);
+    compare_optimizer_steps(
+        initial, seed, "SGD",
+        [](std::vector<Tensor> p) { return nn::SGD(p, {.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01}); },
+        tolerance);
+    compare_optimizer_steps(
+        initial, seed, "SGD nesterov",
+        [](std::vector<Tensor> p) { return nn::SGD(p, {.lr = 0.1, .momentum = 0.9, .nesterov = true}); }, tolerance);
+  }
+}
+
+// 16-bit q, k and v: read as float by the float32 kernels' tiles, with a float32 log-sum-exp and
+// grad_q summed in float32; out and the gradients rounded once.
+TEST_CASE("fused CUDA attention matches in bfloat16 and float16: tile edges, wide heads, views, masks, dropout") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  // The options' attention of q, k and v, on whichever device they are.
+  const auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
+    return fused_attention(options, dropout_seed);
+  };
+  const Tensor padding = logical_not(
+      logical_and(eq(arange(2.0).view({2, 1, 1, 1}), 1.0), ge(arange(100.0).view({1, 1, 1, 100}), 37.0)));
+  for (const DType dtype : kHalfDTypes) {
+    check_half_op_parity(attention({}), {leaf({2, 2, 130, 64}), leaf({2, 2, 200, 64}), leaf({2, 2, 200, 64})}, dtype,
+                         "fused attention, L 130, S 200");
+    check_half_op_parity(attention({.is_causal = true}), {leaf({3, 150, 32}), leaf({3, 100, 32}), leaf({3, 100, 16})},
+                         dtype, "fused attention, causal, L 150 > S 100");
+    check_half_op_parity(attention({}), {leaf({2, 65, 80}), leaf({2, 77, 80}), leaf({2, 77, 136})}, dtype,
+                         "fused attention, E 80 and Ev 136 (head dims in chunks)");
+    check_half_op_parity(
+        [&](const std::vector<Tensor>& in) {
+          auto heads = [&](int64_t part) {
+            return transpose(view(narrow(in[0], 2, part * 128, 128), {4, 96, 4, 32}), 1, 2);
+          };
+          return scaled_dot_product_attention(heads(0), heads(1), heads(2), {.is_causal = true});
+        },
+        {leaf({4, 96, 3 * 4 * 32})}, dtype, "fused attention, heads split off a projection");
+    const std::vector<Tensor> inputs{leaf({2, 3, 90, 32}), leaf({2, 3, 100, 32}), leaf({2, 3, 100, 32})};
+    check_half_op_parity(attention({.attn_mask = padding}), inputs, dtype,
+                         "fused attention, bool padding over several key tiles");
+    // The mask rounded to 16 bits already, so that the float32 reference adds the same values.
+    check_half_op_parity(attention({.attn_mask = randn({90, 100}).to(dtype).to(kFloat32)}), inputs, dtype,
+                         "fused attention, additive mask broadcast over the batch");
+    check_half_op_parity(attention({.dropout_p = 0.2}, seed + 1), inputs, dtype, "fused attention, dropout");
+  }
+}
+
+// The 16-bit kernels on NaN-poisoned outputs, against the float32 kernels' results rounded.
+TEST_CASE("the kernels write every element of their bfloat16 and float16 outputs") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  for (const DType dtype : kHalfDTypes) {
+    INFO("dtype " << dtype_name(dtype));
+    const double tolerance = half_tolerance(dtype);
+    const Tensor x = randn({6, 40}).to(dtype).to(kGPU), wide = x.to(kFloat32);
+    {
+      const Tensor out = poisoned({6, 40}, dtype);
+      kernels::softmax[kGPU](out, x, 6, 40, 1, false);
+      check_parity(out, softmax(wide, -1).to(dtype), tolerance, "softmax kernel");
+      const Tensor columns = poisoned({6, 40}, dtype);
+      kernels::softmax[kGPU](columns, x, 2, 3, 40, true);
+      check_parity(columns, log_softmax(wide.view({2, 3, 40}), 1).view({6, 40}).to(dtype), tolerance,
+                   "log_softmax kernel, inner dim");
+    }
+    {
+      // mean and rstd of 16-bit rows are float32.
+      const Tensor y = poisoned({6, 40}, dtype), mean = poisoned({6}), rstd = poisoned({6});
+      kernels::layer_norm[kGPU](y, mean, rstd, x, Tensor(), Tensor(), 1e-5);
+      check_parity(y, layer_norm(wide, {40}).to(dtype), tolerance, "layer_norm kernel");
+      CHECK(all(isfinite(mean.cpu())).item<bool>());
+      const Tensor grad_x = poisoned({6, 40}, dtype), grad_w = poisoned({40}, dtype), grad_b = poisoned({40}, dtype);
+      kernels::layer_norm_backward[kGPU](grad_x, grad_w, grad_b, x, x, mean, rstd, ones({40}, dtype).to(kGPU));
+      CHECK(all(isfinite(grad_x.cpu())).item<bool>());
+      CHECK(all(isfinite(grad_w.cpu())).item<bool>());
+      check_parity(grad_b, sum(wide, {0}).to(dtype), tolerance, "layer_norm grad_bias kernel");
+    }
+    {
+      // The per-row values of 16-bit logits are float32.
+      const Tensor targets = randint(0, 40, {6}).to(kGPU);
+      const Tensor losses = poisoned({6}), row_max = poisoned({6}), log_sum = poisoned({6});
+      kernels::cross_entropy[kGPU](losses, row_max, log_sum, x, targets, -100, 0.0);
+      check_parity(losses, cross_entropy(wide, targets, {.reduction = Reduction::None}), kReductionTolerance,
+                   "cross_entropy kernel");
+      const Tensor grad = poisoned({6, 40}, dtype);
+      kernels::cross_entropy_backward[kGPU](grad, ones({6}).to(kGPU), x, targets, row_max, log_sum, -100, 0.0);
+      CHECK(all(isfinite(grad.cpu())).item<bool>());
+    }
+    {
+      const Tensor ids = randint(0, 6, {9}).to(kGPU);
+      const Tensor out = poisoned({9, 40}, dtype);
+      kernels::embedding[kGPU](out, x, ids);
+      check_parity(out, embedding(wide, ids).to(dtype), 0.0, "embedding kernel");
+    }
+    {
+      const Tensor out = poisoned({6, 40}, dtype), expected = poisoned({6, 40});
+      const PhiloxState state{seed, 5};
+      kernels::dropout[kGPU](out, x, 0.5, state);
+      kernels::dropout[kGPU](expected, wide, 0.5, state);
+      check_parity(out, expected.to(dtype), tolerance, "dropout kernel");
+    }
+    {
+      const Tensor b = randn({40, 9}).to(dtype).to(kGPU);
+      const Tensor out = poisoned({6, 9}, dtype);
+      kernels::gemm[kGPU](out, x, b, 0.0);
+      check_parity(out, matmul(wide, b.to(kFloat32)).to(dtype), tolerance, "gemm kernel");
+    }
+    {
+      const Tensor values = poisoned({6, 4}, dtype), indices = full({6, 4}, -1.0, TensorOptions(kInt64).device(kGPU));
+      kernels::sort[kGPU](values, indices, x, true);
+      check_parity(values, topk(x.cpu(), 4).values, 0.0, "sort kernel");
+      CHECK(indices.cpu().to_vector<int64_t>() == topk(wide, 4).indices.cpu().to_vector<int64_t>());
+    }
   }
 }
 

@@ -2,7 +2,7 @@
 // max/min with indices, argmax/argmin, any/all, over every dim pattern (all dims, leading,
 // trailing, several, non-contiguous input, keepdim), forward and backward, and at sizes that
 // exercise each of the kernels' strategies (a block per output, a thread per output, several blocks
-// per output for few, long outputs).
+// per output for few, long outputs), in float32 and float64 and in bfloat16 and float16.
 #include <cmath>
 
 #include "helpers.h"
@@ -35,6 +35,15 @@ std::string describe(const DimsCase& c) {
 
 Tensor view_of(const Tensor& x, const DimsCase& c) { return c.transposed ? x.transpose(0, 2) : x; }
 
+// sum, mean, var (unbiased), std (biased) and logsumexp over a dims case, each with its name.
+std::vector<std::pair<std::string, std::function<Tensor(const Inputs&)>>> reductions_over(const DimsCase& c) {
+  return {{"sum", [c](const Inputs& in) { return sum(view_of(in[0], c), c.dims, c.keepdim); }},
+          {"mean", [c](const Inputs& in) { return mean(view_of(in[0], c), c.dims, c.keepdim); }},
+          {"var", [c](const Inputs& in) { return var(view_of(in[0], c), c.dims, true, c.keepdim); }},
+          {"std", [c](const Inputs& in) { return ember::std(view_of(in[0], c), c.dims, false, c.keepdim); }},
+          {"logsumexp", [c](const Inputs& in) { return logsumexp(view_of(in[0], c), c.dims, c.keepdim); }}};
+}
+
 }  // namespace
 
 TEST_CASE("sum, mean, var, std and logsumexp match the CPU over every dim pattern, with gradients") {
@@ -45,17 +54,9 @@ TEST_CASE("sum, mean, var, std and logsumexp match the CPU over every dim patter
     const double tolerance = tolerance_for(dtype);
     const Tensor x = as_leaf(randn({6, 7, 9}, dtype));
     for (const DimsCase& c : kDimsCases) {
-      const std::string name = describe(c) + " " + std::string(dtype_name(dtype));
-      check_op_parity([c](const Inputs& in) { return sum(view_of(in[0], c), c.dims, c.keepdim); }, {x}, tolerance,
-                      "sum " + name);
-      check_op_parity([c](const Inputs& in) { return mean(view_of(in[0], c), c.dims, c.keepdim); }, {x}, tolerance,
-                      "mean " + name);
-      check_op_parity([c](const Inputs& in) { return var(view_of(in[0], c), c.dims, true, c.keepdim); }, {x},
-                      tolerance, "var " + name);
-      check_op_parity([c](const Inputs& in) { return ember::std(view_of(in[0], c), c.dims, false, c.keepdim); }, {x},
-                      tolerance, "std " + name);
-      check_op_parity([c](const Inputs& in) { return logsumexp(view_of(in[0], c), c.dims, c.keepdim); }, {x},
-                      tolerance, "logsumexp " + name);
+      for (const auto& [name, op] : reductions_over(c)) {
+        check_op_parity(op, {x}, tolerance, name + " " + describe(c) + " " + std::string(dtype_name(dtype)));
+      }
     }
   }
 }
@@ -257,4 +258,77 @@ TEST_CASE("reductions with few, long outputs split over many blocks and match th
   check_parity(amax(gpu_integers, {0}), amax(integers, {0}), 0.0, "amax of 5M int64");
   check_parity(any(gpu_integers), any(integers), 0.0, "any of 5M");
   check_parity(all(gpu_integers), all(integers), 0.0, "all of 5M");
+}
+
+// --- bfloat16 and float16 -----------------------------------------------------------------------
+// Read as float and accumulated in double on both devices, so each result is its float64 value
+// rounded once (to float32, then to 16 bits): check_half_op_parity (parity.h) compares with the
+// CPU and with the float32 reduction on the GPU, rounded. The extrema pick elements: exact.
+
+TEST_CASE("sum, mean, var, std and logsumexp match in bfloat16 and float16 over every dim pattern") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  const Tensor x = as_leaf(randn({6, 7, 9}));
+  for (const DType dtype : kHalfDTypes) {
+    for (const DimsCase& c : kDimsCases) {
+      for (const auto& [name, op] : reductions_over(c)) check_half_op_parity(op, {x}, dtype, name + " " + describe(c));
+    }
+  }
+}
+
+TEST_CASE("extrema and their positions match exactly in bfloat16 and float16, ties and NaN included") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  const Tensor specials =
+      tensor<double>({3.0, 1.0, 3.0, NAN, 2.0, NAN, -INFINITY, -INFINITY, 5.0, 5.0, INFINITY, 0.0}, {3, 4});
+  for (const DType dtype : kHalfDTypes) {
+    const std::string name(dtype_name(dtype));
+    // Rounded to 8 (11) significant bits, normal draws tie often: the first occurrence must win.
+    const Tensor values = randn({6, 7, 9}).to(dtype), gpu_values = values.to(kGPU);
+    for (const DimsCase& c : kDimsCases) {
+      check_parity(amax(view_of(gpu_values, c), c.dims, c.keepdim), amax(view_of(values, c), c.dims, c.keepdim), 0.0,
+                   "amax " + describe(c) + " " + name);
+      check_parity(amin(view_of(gpu_values, c), c.dims, c.keepdim), amin(view_of(values, c), c.dims, c.keepdim), 0.0,
+                   "amin " + describe(c) + " " + name);
+    }
+    for (int64_t dim : {0, 1, -1}) {
+      check_parity(argmax(gpu_values, dim), argmax(values, dim), 0.0, "argmax " + name);
+      check_parity(argmin(gpu_values.transpose(0, 2), dim), argmin(values.transpose(0, 2), dim), 0.0,
+                   "argmin transposed " + name);
+      check_parity(max(gpu_values, dim).values, max(values, dim).values, 0.0, "max values " + name);
+    }
+    // The gradient of max flows to the chosen element only.
+    check_half_op_parity([](const Inputs& in) { return max(in[0], 1).values; }, {as_leaf(randn({6, 7, 9}))}, dtype,
+                         "max with gradient");
+    const Tensor host = specials.to(dtype), device = host.to(kGPU);
+    for (int64_t dim : {0, 1}) {
+      check_parity(argmax(device, dim), argmax(host, dim), 0.0, "argmax ties and NaN " + name);
+      check_parity(argmin(device, dim), argmin(host, dim), 0.0, "argmin ties and NaN " + name);
+      check_parity(amax(device, {dim}), amax(host, {dim}), 0.0, "amax NaN " + name);
+      check_parity(logsumexp(device, {dim}), logsumexp(host, {dim}), half_tolerance(dtype),
+                   "logsumexp with infinities " + name);
+    }
+  }
+}
+
+TEST_CASE("bfloat16 and float16 reductions split over many blocks and over columns match the CPU") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  manual_seed(seed);
+  const Tensor whole = randn({3000000}), rows = randn({3, 1000000}), columns = randn({300, 5000});
+  for (const DType dtype : kHalfDTypes) {
+    const std::string name(dtype_name(dtype));
+    check_half_op_parity([](const Inputs& in) { return sum(in[0]); }, {as_leaf(whole)}, dtype, "sum of 3M");
+    check_half_op_parity([](const Inputs& in) { return var(in[0]); }, {as_leaf(whole)}, dtype, "var of 3M");
+    check_half_op_parity([](const Inputs& in) { return logsumexp(in[0], {1}); }, {as_leaf(rows)}, dtype,
+                         "logsumexp of 3 rows of 1M");
+    check_half_op_parity([](const Inputs& in) { return sum(in[0], {0}); }, {as_leaf(columns)}, dtype,
+                         "sum of 5000 columns");
+    const Tensor host = whole.to(dtype), device = host.to(kGPU);
+    check_parity(argmax(device), argmax(host), 0.0, "argmax of 3M " + name);
+    check_parity(argmin(device), argmin(host), 0.0, "argmin of 3M " + name);
+    check_parity(amax(rows.to(dtype).to(kGPU), {1}), amax(rows.to(dtype), {1}), 0.0, "amax of 3 rows of 1M " + name);
+  }
 }
