@@ -1,4 +1,5 @@
-// Loops over one contiguous row for the row kernels (softmax, cross_entropy, layer_norm).
+// Loops over one contiguous row for the row kernels (softmax, cross_entropy, layer_norm), and
+// the conversions of a 16-bit row to float32 scratch and back.
 // Each keeps its partial results per lane, in arrays one or four vector registers long that
 // the compiler keeps in registers, so that
 //   - a max or sum over a row from memory is not bound by the latency of one accumulator
@@ -8,7 +9,11 @@
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <utility>
+#include <vector>
+
+#include "core/dtype.h"
 
 namespace ember::cpu {
 
@@ -94,6 +99,33 @@ __attribute__((flatten)) T sum_over_row(int64_t n, Prefetch&& prefetch, Term&& t
   }
   for (int64_t lane = 0; i < n; ++i, ++lane) lanes[lane] += term(i);
   return fold_lanes(lanes, kLanes, sum_of<T>);
+}
+
+// to[i] = x[i] as float32 (exact from the 16-bit formats): a 16-bit row widened into scratch
+// where a float32 row kernel computes on it.
+template <class T>
+void widen_row(const T* x, int64_t n, float* to) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) to[i] = static_cast<float>(x[i]);
+}
+
+// to[i] = T(x[i]): a float32 result rounded once, where it is stored.
+template <class T>
+void round_row(const float* x, int64_t n, T* to) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) to[i] = static_cast<T>(x[i]);
+}
+
+// A row of T as compute_type<T> values for a row kernel to read: the row itself for float and
+// double, a 16-bit row widened into `scratch` (which holds at least n elements) otherwise.
+template <class T>
+const compute_type<T>* row_in_compute_type(const T* row, int64_t n, std::vector<compute_type<T>>& scratch) {
+  if constexpr (std::is_same_v<T, compute_type<T>>) {
+    return row;
+  } else {
+    widen_row(row, n, scratch.data());
+    return scratch.data();
+  }
 }
 
 }  // namespace ember::cpu
