@@ -84,7 +84,8 @@ inline void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, double al
 // there is no float16 gemm at all, while converting costs O(mk + kn) beside the O(mkn) of the
 // product. The sums are float32 sums either way, as on GPUs' tensor cores.
 inline Tensor widened_to_float32(const Tensor& x) {
-  int64_t span = x.numel() == 0 ? 0 : 1;
+  if (x.numel() == 0) return make_tensor(x.sizes(), kFloat32, x.device());
+  int64_t span = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
     EMBER_CHECK(x.strides()[d] >= 0, "widened_to_float32: negative stride in strides {}", shape_str(x.strides()));
     if (x.sizes()[d] > 1) span += (x.sizes()[d] - 1) * x.strides()[d];
