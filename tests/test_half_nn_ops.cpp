@@ -123,6 +123,28 @@ TEST_CASE("16-bit matmul, bmm, linear and einsum: float32 products of the rounde
   }
 }
 
+TEST_CASE("16-bit products by one give back every value of the format: widening and rounding are exact") {
+  for (const DType dtype : kHalfTypes) {
+    CAPTURE(dtype_name(dtype));
+    // Every pattern, subnormals, infinities and NaNs included, as its exact float value.
+    std::vector<float> values;
+    for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+      const auto pattern = static_cast<uint16_t>(bits);
+      values.push_back(dtype == kBFloat16 ? static_cast<float>(BFloat16::from_bits(pattern))
+                                          : static_cast<float>(Float16::from_bits(pattern)));
+    }
+    const Tensor column = tensor<float>(values, {0x10000, 1}).to(dtype);
+    const std::vector<float> product = matmul(column, ones({1, 1}, dtype)).to_vector<float>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::isnan(values[i])) {
+        REQUIRE(std::isnan(product[i]));
+      } else {
+        REQUIRE(product[i] == values[i]);
+      }
+    }
+  }
+}
+
 TEST_CASE("16-bit matmul and linear (no bias): gradients as float32's on the rounded values") {
   manual_seed(2);
   for (const DType dtype : kHalfTypes) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/cpu/row_loops.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 
@@ -94,12 +95,20 @@ inline Tensor widened_to_float32(const Tensor& x) {
   float* to = buffer.data_ptr<float>();
   visit_any_floating(x.dtype(), "widened_to_float32", [&]<class T>() {
     const T* from = x.data_ptr<T>();
-    parallel_for(span, 1, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-      for (int64_t i = begin; i < end; ++i) to[i] = static_cast<float>(from[i]);
-    });
+    parallel_for(span, 1, [&](int64_t begin, int64_t end) { widen_row(from + begin, end - begin, to + begin); });
   });
   return make_view(buffer, x.sizes(), x.strides(), 0);
+}
+
+// Rounds the contiguous float32 `from` once into the contiguous 16-bit `to` of the same size.
+inline void round_contiguous(const Tensor& from, const Tensor& to) {
+  const float* values = from.data_ptr<float>();
+  visit_any_floating(to.dtype(), "round_contiguous", [&]<class T>() {
+    T* rounded = to.data_ptr<T>();
+    parallel_for(to.numel(), 1, [&](int64_t begin, int64_t end) {
+      round_row(values + begin, end - begin, rounded + begin);
+    });
+  });
 }
 
 }  // namespace ember::cpu

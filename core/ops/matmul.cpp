@@ -87,12 +87,11 @@ void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta);
 
 // out (+)= a b for 16-bit operands: the float32 gemm on float32 copies of a and b (see
 // cpu::widened_to_float32), whose result is rounded once into out. With beta != 0 the product
-// adds to out's values, read as float32.
+// adds to out's values, read as float32. out is contiguous, as gemm_cpu writes it.
 void gemm_16_bit_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
-  const Tensor out32 = make_tensor(out.sizes(), kFloat32, out.device());
-  if (beta != 0) kernels::copy[out.device()](out32, out);
+  const Tensor out32 = beta != 0 ? cpu::widened_to_float32(out) : make_tensor(out.sizes(), kFloat32, out.device());
   gemm_cpu(out32, cpu::widened_to_float32(a), cpu::widened_to_float32(b), beta);
-  kernels::copy[out.device()](out, out32);
+  cpu::round_contiguous(out32, out);
 }
 
 void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
