@@ -111,6 +111,7 @@ void softmax_cpu(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, i
       for_each_slice(
           outer, n, inner,
           [&](int64_t offset, bool) {
+            // One row of scratch per thread, kept between rows so that a row costs no allocation.
             thread_local std::vector<float> row;
             row.resize(n);
             cpu::widen_row(in + offset, n, row.data());
@@ -118,8 +119,8 @@ void softmax_cpu(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, i
             cpu::round_row(row.data(), n, result + offset);
           },
           [&](int64_t offset, int64_t width) {
-            thread_local std::vector<float> block;
-            block.resize(n * width);
+            // Not kept between calls like the row: it is n * kColumnBlock floats.
+            std::vector<float> block(n * width);
             for (int64_t r = 0; r < n; ++r) cpu::widen_row(in + offset + r * inner, width, block.data() + r * width);
             float max[kColumnBlock], sum[kColumnBlock];
             softmax_columns(block.data(), block.data(), n, width, width, log, max, sum);
