@@ -13,6 +13,7 @@
 // float32 values may differ by more than a 16-bit ulp (cancellation in a sum), the float32
 // bound is added.
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "core/ops/optimizer_steps.h"
@@ -140,6 +141,44 @@ TEST_CASE("16-bit products by one give back every value of the format: widening 
         REQUIRE(std::isnan(product[i]));
       } else {
         REQUIRE(product[i] == values[i]);
+      }
+    }
+  }
+}
+
+TEST_CASE("16-bit sums round once as half.h does: embedding's float32 table of two random gradients a row") {
+  // Sums of two 16-bit values are exact in float32 and land on every kind of rounding case:
+  // ties, carries into the exponent, subnormals, overflow to infinity.
+  std::mt19937 random(11);
+  std::uniform_int_distribution<uint32_t> pattern(0, 0xffff);
+  for (const DType dtype : kHalfTypes) {
+    CAPTURE(dtype_name(dtype));
+    const uint16_t largest = dtype == kBFloat16 ? 0x7f7f : 0x7bff;
+    auto decode = [dtype](uint16_t bits) {
+      return dtype == kBFloat16 ? static_cast<float>(BFloat16::from_bits(bits))
+                                : static_cast<float>(Float16::from_bits(bits));
+    };
+    auto round = [dtype](float value) {
+      return dtype == kBFloat16 ? static_cast<float>(BFloat16(value)) : static_cast<float>(Float16(value));
+    };
+    const int64_t dim = 4096;
+    std::vector<float> grads(2 * dim), expected(dim);
+    for (int64_t i = 0; i < dim; ++i) {
+      // Finite values: both signs, every exponent.
+      const auto a = static_cast<uint16_t>(pattern(random) % (largest + 1) | (pattern(random) & 0x8000));
+      const auto b = static_cast<uint16_t>(pattern(random) % (largest + 1) | (pattern(random) & 0x8000));
+      grads[i] = decode(a);
+      grads[dim + i] = decode(b);
+      expected[i] = round(grads[i] + grads[dim + i]);
+    }
+    Tensor table = as_leaf(zeros({1, dim}, dtype));
+    embedding(table, tensor<int64_t>({0, 0}, {2})).backward(tensor<float>(grads, {2, dim}).to(dtype));
+    const std::vector<float> actual = table.grad().to_vector<float>();
+    for (int64_t i = 0; i < dim; ++i) {
+      if (std::isnan(expected[i])) {
+        REQUIRE(std::isnan(actual[i]));
+      } else {
+        REQUIRE_MESSAGE(actual[i] == expected[i], grads[i] << " + " << grads[dim + i]);
       }
     }
   }

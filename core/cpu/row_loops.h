@@ -138,11 +138,19 @@ void widen_row(const T* x, int64_t n, float* to) {
 }
 
 // to[i] = T(x[i]): a float32 result rounded once (to nearest, ties to even), where it is stored.
+// F16C's rounding to float16 is IEEE's, as half.h's is (subnormals, overflow to infinity, NaNs
+// quieted with the top of their payload), and costs one instruction per 8 values.
 template <class T>
 void round_row(const float* x, int64_t n, T* to) {
   if constexpr (std::is_same_v<T, Float16>) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) to[i].bits = half_bits::from_float_to_float16(x[i]);
+    int64_t i = 0;
+#if defined(__F16C__)
+    for (; i + 8 <= n; i += 8) {
+      const __m128i rounded = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i), rounded);
+    }
+#endif
+    for (; i < n; ++i) to[i].bits = half_bits::from_float_to_float16(x[i]);
   } else if constexpr (std::is_same_v<T, BFloat16>) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) to[i].bits = half_bits::from_float_to_bfloat16(x[i]);
