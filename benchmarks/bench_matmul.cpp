@@ -1,5 +1,8 @@
 // ember's matmul and linear against a direct cblas_sgemm call on the same shapes: a square
-// product and the three products of a linear layer (forward, dX and dW in backward).
+// product and the three products of a linear layer (forward, dX and dW in backward); and
+// matmul on bfloat16 and float16 operands beside float32 at transformer shapes (a projection,
+// and a batch of attention-score products), which the CPU computes by widening the operands to
+// float32 for sgemm and rounding the product once.
 //   OMP_NUM_THREADS=2 ./build/benchmarks/bench_matmul --benchmark_repetitions=5 \
 //       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -74,6 +77,34 @@ const Product kProducts[] = {
     {"linear_dW_gTx", 1024, 256, 4096, true, false},
 };
 
+// The same product with operands of `dtype`: float32, or a 16-bit format.
+void ember_matmul_as(benchmark::State& state, const Product& p, ember::DType dtype) {
+  const Tensor a = operand(p.m, p.k, p.trans_a).to(dtype), b = operand(p.k, p.n, p.trans_b).to(dtype);
+  for (auto _ : state) {
+    Tensor c = ember::matmul(a, b);
+    benchmark::DoNotOptimize(c.raw_data());
+  }
+  set_flops(state, p);
+}
+
+// `batch` products of p's shape at once, as attention's scores q k^T for batch * heads matrices.
+void ember_batched_matmul_as(benchmark::State& state, const Product& p, int64_t batch, ember::DType dtype) {
+  const Tensor a = ember::randn({batch, p.m, p.k}).to(dtype), b = ember::randn({batch, p.k, p.n}).to(dtype);
+  for (auto _ : state) {
+    Tensor c = ember::matmul(a, b);
+    benchmark::DoNotOptimize(c.raw_data());
+  }
+  Product total = p;
+  total.m *= batch;
+  set_flops(state, total);
+}
+
+// A projection of 4096 tokens of width 512, and 32 attention-score products (heads times
+// sequences) of 128 queries by 128 keys with heads of 64.
+const Product kProjection{"4096x512_by_512x512", 4096, 512, 512, false, false};
+const Product kScores{"32x_128x64_by_64x128", 128, 128, 64, false, false};
+constexpr int64_t kScoresBatch = 32;
+
 // Wall time: BLAS runs on several threads, and CPU time would count only the calling one.
 void add(const std::string& name, void (*run)(benchmark::State&, const Product&), const Product& p) {
   benchmark::RegisterBenchmark(name.c_str(), run, p)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -84,6 +115,17 @@ int register_all() {
     add("cblas_sgemm/" + p.name, cblas_product, p);
     add("ember_matmul/" + p.name, ember_matmul, p);
     if (p.trans_b) add("ember_linear/" + p.name, ember_linear, p);
+  }
+  for (const ember::DType dtype : {ember::kFloat32, ember::kBFloat16, ember::kFloat16}) {
+    const std::string suffix = "/" + std::string(ember::dtype_name(dtype));
+    benchmark::RegisterBenchmark(("ember_matmul/" + kProjection.name + suffix).c_str(), ember_matmul_as, kProjection,
+                                 dtype)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("ember_matmul/" + kScores.name + suffix).c_str(), ember_batched_matmul_as, kScores,
+                                 kScoresBatch, dtype)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
   return 0;
 }

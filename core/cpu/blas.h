@@ -1,5 +1,6 @@
 // What the CPU kernels that multiply matrices share: how a BLAS can read a strided matrix
-// without a copy, where each matrix of a batch starts, and typed cblas_?gemm calls.
+// without a copy, where each matrix of a batch starts, typed cblas_?gemm calls, and the float32
+// copies through which 16-bit operands reach them.
 #pragma once
 
 #include <cblas.h>
@@ -9,6 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/cpu/row_loops.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace ember::cpu {
@@ -70,6 +73,42 @@ inline void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, double al
                       const double* b, int ldb, double beta, double* c, int ldc) {
   cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
               alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// A float32 copy of a 16-bit x with x's sizes and strides: the span of storage that x reads is
+// converted (exactly) into a new buffer, and viewed as x is. Matrix layouts, broadcast batch
+// dims (stride 0) and batch offsets stay as they were, so the float32 kernels read the copy as
+// they would have read x, and a broadcast matrix is converted once, not once per use.
+//
+// Why 16-bit products go through float32 on the CPU: OpenBLAS's cblas_sbgemm (bfloat16 in,
+// float32 out) is missing from the builds ember links (Debian's 0.3.21 does not export it) and
+// there is no float16 gemm at all, while converting costs O(mk + kn) beside the O(mkn) of the
+// product. The sums are float32 sums either way, as on GPUs' tensor cores.
+inline Tensor widened_to_float32(const Tensor& x) {
+  if (x.numel() == 0) return make_tensor(x.sizes(), kFloat32, x.device());
+  int64_t span = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    EMBER_CHECK(x.strides()[d] >= 0, "widened_to_float32: negative stride in strides {}", shape_str(x.strides()));
+    if (x.sizes()[d] > 1) span += (x.sizes()[d] - 1) * x.strides()[d];
+  }
+  const Tensor buffer = make_tensor({span}, kFloat32, x.device());
+  float* to = buffer.data_ptr<float>();
+  visit_any_floating(x.dtype(), "widened_to_float32", [&]<class T>() {
+    const T* from = x.data_ptr<T>();
+    parallel_for(span, 1, [&](int64_t begin, int64_t end) { widen_row(from + begin, end - begin, to + begin); });
+  });
+  return make_view(buffer, x.sizes(), x.strides(), 0);
+}
+
+// Rounds the contiguous float32 `from` once into the contiguous 16-bit `to` of the same size.
+inline void round_contiguous(const Tensor& from, const Tensor& to) {
+  const float* values = from.data_ptr<float>();
+  visit_any_floating(to.dtype(), "round_contiguous", [&]<class T>() {
+    T* rounded = to.data_ptr<T>();
+    parallel_for(to.numel(), 1, [&](int64_t begin, int64_t end) {
+      round_row(values + begin, end - begin, rounded + begin);
+    });
+  });
 }
 
 }  // namespace ember::cpu

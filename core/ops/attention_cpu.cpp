@@ -13,6 +13,10 @@
 //                             dS = P * (dP - rowsum(dP * P)) (0 where masked),
 //                             dQ = scale dS k,  dK = scale dS^T q
 // The dropout mask is not stored: both passes draw it again, as the dropout op does.
+//
+// 16-bit q, k, v (and a float mask of their dtype) are widened to float32 copies on which the
+// float32 kernels run; the softmax saved for backward is that float32 one, and the output and
+// the gradients are rounded once into their 16-bit tensors.
 #include <omp.h>
 
 #include <limits>
@@ -22,6 +26,7 @@
 #include "core/cpu/philox_block.h"
 #include "core/cpu/softmax_row.h"
 #include "core/ops/attention.h"
+#include "core/ops/copy.h"
 
 namespace ember {
 namespace {
@@ -143,9 +148,36 @@ void for_each_matrix(int64_t count, int64_t work_per_matrix, int64_t scratch_siz
   for (int64_t n = 0; n < count; ++n) body(n, scratch_data + omp_get_thread_num() * scratch_size);
 }
 
-// Returns the softmax, which the backward reads.
+// The arguments with a 16-bit additive mask widened to float32, for the float32 kernels.
+kernels::AttentionArgs with_float32_mask(const kernels::AttentionArgs& args) {
+  kernels::AttentionArgs widened = args;
+  if (args.mask.defined() && is_16_bit_floating_point(args.mask.dtype())) {
+    widened.mask = cpu::widened_to_float32(args.mask);
+  }
+  return widened;
+}
+
+// A float32 tensor for the float32 kernels to write what is then rounded into `like`, or an
+// undefined one for an undefined `like` (a gradient not wanted).
+Tensor float32_result_for(const Tensor& like) {
+  return like.defined() ? make_tensor(like.sizes(), kFloat32, like.device()) : Tensor();
+}
+
+// Rounds a float32 result once into its 16-bit tensor.
+void round_into(const Tensor& result, const Tensor& result32) {
+  if (result.defined()) kernels::copy[result.device()](result, result32);
+}
+
+// Returns the softmax, which the backward reads (float32 for 16-bit inputs).
 Tensor attention_cpu(const Tensor& out, const Tensor& q_tensor, const Tensor& k_tensor, const Tensor& v_tensor,
                      const kernels::AttentionArgs& args) {
+  if (is_16_bit_floating_point(q_tensor.dtype())) {
+    const Tensor out32 = float32_result_for(out);
+    const Tensor probs = attention_cpu(out32, cpu::widened_to_float32(q_tensor), cpu::widened_to_float32(k_tensor),
+                                       cpu::widened_to_float32(v_tensor), with_float32_mask(args));
+    round_into(out, out32);
+    return probs;
+  }
   Shape probs_shape = q_tensor.sizes();  // [*batch, L, S]: q, k and v share their batch dims here
   probs_shape.back() = k_tensor.size(-2);
   const Tensor probs = make_tensor(probs_shape, q_tensor.dtype(), q_tensor.device());
@@ -179,8 +211,19 @@ EMBER_REGISTER_KERNEL(kernels::attention, DeviceType::CPU, attention_cpu);
 
 void attention_backward_cpu(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
                             const Tensor& grad_out, const Tensor& q_tensor, const Tensor& k_tensor,
-                            const Tensor& v_tensor, const Tensor& /*out*/, const Tensor& probs,
+                            const Tensor& v_tensor, const Tensor& out, const Tensor& probs,
                             const kernels::AttentionArgs& args) {
+  if (is_16_bit_floating_point(q_tensor.dtype())) {
+    const Tensor grad_q32 = float32_result_for(grad_q), grad_k32 = float32_result_for(grad_k),
+                 grad_v32 = float32_result_for(grad_v);
+    attention_backward_cpu(grad_q32, grad_k32, grad_v32, cpu::widened_to_float32(grad_out),
+                           cpu::widened_to_float32(q_tensor), cpu::widened_to_float32(k_tensor),
+                           cpu::widened_to_float32(v_tensor), out, probs, with_float32_mask(args));
+    round_into(grad_q, grad_q32);
+    round_into(grad_k, grad_k32);
+    round_into(grad_v, grad_v32);
+    return;
+  }
   visit_floating(q_tensor.dtype(), "attention_backward", [&]<class T>() {
     const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), d_out(grad_out);
     const BatchOperand<T> d_q = grad_q.defined() ? BatchOperand<T>(grad_q) : BatchOperand<T>();

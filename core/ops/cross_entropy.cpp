@@ -14,7 +14,9 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/record.h"
@@ -41,41 +43,44 @@ constinit KernelTable<void(const Tensor& grad_logits, const Tensor& row_scale, c
 
 namespace {
 
-// logits [rows, C] contiguous, targets [rows] checked; losses, row_max and log_sum [rows].
+// logits [rows, C] contiguous, targets [rows] checked; losses, row_max and log_sum [rows], in
+// float32 for 16-bit logits (whose rows are widened to float32 scratch and computed on there).
 // Ignored rows get loss 0 (their max and log_sum are still computed, and unused).
 void cross_entropy_cpu(const Tensor& losses, const Tensor& row_max, const Tensor& log_sum, const Tensor& logits,
                        const Tensor& targets, int64_t ignore_index, double label_smoothing) {
-  visit_floating(logits.dtype(), "cross_entropy", [&]<class T>() {
+  visit_any_floating(logits.dtype(), "cross_entropy", [&]<class T>() {
+    using C = compute_type<T>;
     const int64_t rows = targets.numel();
     const int64_t classes = logits.size(-1);
     const T* x = logits.data_ptr<T>();
     const int64_t* target = targets.data_ptr<int64_t>();
-    T* loss = losses.data_ptr<T>();
-    T* max_out = row_max.data_ptr<T>();
-    T* log_sum_out = log_sum.data_ptr<T>();
-    const T smoothing = static_cast<T>(label_smoothing);
+    C* loss = losses.data_ptr<C>();
+    C* max_out = row_max.data_ptr<C>();
+    C* log_sum_out = log_sum.data_ptr<C>();
+    const C smoothing = static_cast<C>(label_smoothing);
     parallel_for(rows, 2 * classes, [&](int64_t begin, int64_t end) {
+      std::vector<C> scratch(std::is_same_v<T, C> ? 0 : classes);
       for (int64_t r = begin; r < end; ++r) {
-        const T* row = x + r * classes;
+        const C* row = cpu::row_in_compute_type(x + r * classes, classes, scratch);
         // The sum of the logits is needed only for label smoothing.
-        const auto [max, total] = smoothing == T(0) ? std::pair<T, T>{cpu::row_max(row, classes), T(0)}
+        const auto [max, total] = smoothing == C(0) ? std::pair<C, C>{cpu::row_max(row, classes), C(0)}
                                                     : cpu::row_max_and_sum(row, classes);
         // Prefetching the next row during the exp pass overlaps its memory traffic with
         // this row's arithmetic.
-        const T* next = r + 1 < end ? row + classes : nullptr;
-        const T sum = cpu::sum_over_row<T>(
+        const T* next = r + 1 < end ? x + (r + 1) * classes : nullptr;
+        const C sum = cpu::sum_over_row<C>(
             classes, [&](int64_t c) { if (next != nullptr) __builtin_prefetch(next + c); },
-            [&](int64_t c) { return cpu::exp_nonpositive<T>(row[c] - max); });
-        const T log_of_sum = std::log(sum);
+            [&](int64_t c) { return cpu::exp_nonpositive<C>(row[c] - max); });
+        const C log_of_sum = std::log(sum);
         max_out[r] = max;
         log_sum_out[r] = log_of_sum;
         if (target[r] == ignore_index) {
           loss[r] = 0;
           continue;
         }
-        const T nll = (max - row[target[r]]) + log_of_sum;
-        const T smooth = (max - total / static_cast<T>(classes)) + log_of_sum;  // mean_c of -log p_c
-        loss[r] = smoothing == T(0) ? nll : (T(1) - smoothing) * nll + smoothing * smooth;
+        const C nll = (max - row[target[r]]) + log_of_sum;
+        const C smooth = (max - total / static_cast<C>(classes)) + log_of_sum;  // mean_c of -log p_c
+        loss[r] = smoothing == C(0) ? nll : (C(1) - smoothing) * nll + smoothing * smooth;
       }
     });
   });
@@ -83,34 +88,40 @@ void cross_entropy_cpu(const Tensor& losses, const Tensor& row_max, const Tensor
 EMBER_REGISTER_KERNEL(kernels::cross_entropy, DeviceType::CPU, cross_entropy_cpu);
 
 // row_scale [rows]: the gradient of the loss with respect to each row's loss (already divided
-// by the count for the mean).
+// by the count for the mean). row_scale, row_max and log_sum are float32 for 16-bit logits, and
+// each gradient is computed in float32 and rounded once.
 void cross_entropy_backward_cpu(const Tensor& grad_logits, const Tensor& row_scale, const Tensor& logits,
                                 const Tensor& targets, const Tensor& row_max, const Tensor& log_sum,
                                 int64_t ignore_index, double label_smoothing) {
-  visit_floating(logits.dtype(), "cross_entropy", [&]<class T>() {
+  visit_any_floating(logits.dtype(), "cross_entropy", [&]<class T>() {
+    using C = compute_type<T>;
     const int64_t rows = targets.numel();
     const int64_t classes = logits.size(-1);
     const T* x = logits.data_ptr<T>();
     const int64_t* target = targets.data_ptr<int64_t>();
-    const T* max = row_max.data_ptr<T>();
-    const T* log_of_sum = log_sum.data_ptr<T>();
-    const T* scale = row_scale.data_ptr<T>();
+    const C* max = row_max.data_ptr<C>();
+    const C* log_of_sum = log_sum.data_ptr<C>();
+    const C* scale = row_scale.data_ptr<C>();
     T* g = grad_logits.data_ptr<T>();
-    const T uniform = static_cast<T>(label_smoothing) / static_cast<T>(classes);
-    const T target_weight = T(1) - static_cast<T>(label_smoothing);
+    const C uniform = static_cast<C>(label_smoothing) / static_cast<C>(classes);
+    const C target_weight = C(1) - static_cast<C>(label_smoothing);
     parallel_for(rows, 2 * classes, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* row = x + r * classes;
         T* g_row = g + r * classes;
         if (target[r] == ignore_index) {
 #pragma omp simd
-          for (int64_t c = 0; c < classes; ++c) g_row[c] = 0;
+          for (int64_t c = 0; c < classes; ++c) g_row[c] = T(0);
           continue;
         }
-        const T s = scale[r], m = max[r], l = log_of_sum[r];
+        const C s = scale[r], m = max[r], l = log_of_sum[r];
+        auto softmax_minus_uniform = [&](int64_t c) {
+          return (cpu::exp_nonpositive<C>((C(row[c]) - m) - l) - uniform) * s;
+        };
 #pragma omp simd
-        for (int64_t c = 0; c < classes; ++c) g_row[c] = (cpu::exp_nonpositive<T>((row[c] - m) - l) - uniform) * s;
-        g_row[target[r]] -= target_weight * s;
+        for (int64_t c = 0; c < classes; ++c) g_row[c] = T(softmax_minus_uniform(c));
+        // The target's entry is computed again rather than updated, so that it is rounded once.
+        g_row[target[r]] = T(softmax_minus_uniform(target[r]) - target_weight * s);
       }
     });
   });
@@ -147,9 +158,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
   const Tensor index = contiguous(targets);
   check_index_range(index, classes, options.ignore_index,
                     {"cross_entropy: target", fmt::format("{} classes", classes)});
-  Tensor losses = make_tensor(row_shape, x.dtype(), x.device());
-  Tensor row_max = make_tensor(row_shape, x.dtype(), x.device());
-  Tensor log_sum = make_tensor(row_shape, x.dtype(), x.device());
+  // 16-bit logits: the per-row statistics and losses, and the reduction over them, stay float32;
+  // the loss is rounded to the logits' dtype once, at the end (as PyTorch returns it).
+  const DType statistics_dtype = is_16_bit_floating_point(x.dtype()) ? kFloat32 : x.dtype();
+  Tensor losses = make_tensor(row_shape, statistics_dtype, x.device());
+  Tensor row_max = make_tensor(row_shape, statistics_dtype, x.device());
+  Tensor log_sum = make_tensor(row_shape, statistics_dtype, x.device());
   if (losses.numel() > 0) {
     kernels::cross_entropy[x.device()](losses, row_max, log_sum, x, index, options.ignore_index,
                                        options.label_smoothing);
@@ -163,10 +177,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
       case Reduction::None: out = losses; break;
       case Reduction::Sum: out = sum(losses); break;
       case Reduction::Mean:
-        counted = counted_targets(index, options.ignore_index, x.dtype());
+        counted = counted_targets(index, options.ignore_index, statistics_dtype);
         out = div(sum(losses), counted);
         break;
     }
+    out = out.to(x.dtype());
   }
   return autograd::record(
       "cross_entropy", out, {logits},
@@ -174,12 +189,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
        slog_sum = autograd::save(log_sum), options, counted](const Tensor& grad) {
         const Tensor& saved_x = sx.get();
         const Tensor& saved_max = smax.get();
+        // In the statistics' dtype: float32 for 16-bit logits.
+        const Tensor grad_loss = grad.to(saved_max.dtype());
         Tensor row_scale;
         switch (options.reduction) {
-          case Reduction::None: row_scale = contiguous(grad); break;
-          case Reduction::Sum: row_scale = contiguous(expand(grad, saved_max.sizes())); break;
+          case Reduction::None: row_scale = contiguous(grad_loss); break;
+          case Reduction::Sum: row_scale = contiguous(expand(grad_loss, saved_max.sizes())); break;
           case Reduction::Mean:
-            row_scale = contiguous(expand(div(grad, counted.to(grad.dtype())), saved_max.sizes()));
+            row_scale = contiguous(expand(div(grad_loss, counted.to(grad_loss.dtype())), saved_max.sizes()));
             break;
         }
         Tensor grad_logits = make_tensor(saved_x.sizes(), saved_x.dtype(), saved_x.device());

@@ -28,21 +28,23 @@ constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, double p,
 namespace {
 
 // out[i] = keep(i) ? x[i] / (1 - p) : 0, with x and out contiguous. Forward and backward
-// both run it (on the input, then on the output's gradient).
+// both run it (on the input, then on the output's gradient). 16-bit x is scaled in float32 and
+// rounded once; the mask depends only on the draw, so it is the same for every dtype.
 void apply_dropout_mask_cpu(const Tensor& out, const Tensor& x, double p, PhiloxState state) {
-  visit_floating(x.dtype(), "dropout", [&]<class T>() {
+  visit_any_floating(x.dtype(), "dropout", [&]<class T>() {
+    using C = compute_type<T>;
     const T* in = x.data_ptr<T>();
     T* result = out.data_ptr<T>();
     const int64_t numel = x.numel();
     const float threshold = static_cast<float>(p);
-    const T scale = static_cast<T>(1.0 / (1.0 - p));
+    const C scale = static_cast<C>(1.0 / (1.0 - p));
     const int64_t counters = (numel + 3) / 4;
     // Blocks of kBlock counters (4 * kBlock elements): Philox runs across the block's counters
     // in vector lanes, then the mask is applied to the block's elements in order.
     constexpr int kBlock = 64;
     const int64_t blocks = (counters + kBlock - 1) / kBlock;
     parallel_for(blocks, 4, [&](int64_t begin, int64_t end) {
-      const T keep_scale = scale;  // a local: the compiler may not re-read it from the closure
+      const C keep_scale = scale;  // a local: the compiler may not re-read it from the closure
       alignas(64) uint32_t words[4 * kBlock];
       for (int64_t block = begin; block < end; ++block) {
         const int64_t first_counter = block * kBlock;
@@ -53,7 +55,7 @@ void apply_dropout_mask_cpu(const Tensor& out, const Tensor& x, double p, Philox
         const T* block_in = in + first;
         T* block_out = result + first;
         for (int64_t i = 0; i < count; ++i) {
-          block_out[i] = block_in[i] * (static_cast<T>(uniform_float(words[i]) >= threshold) * keep_scale);
+          block_out[i] = T(C(block_in[i]) * (static_cast<C>(uniform_float(words[i]) >= threshold) * keep_scale));
         }
       }
     });

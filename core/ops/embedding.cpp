@@ -2,7 +2,11 @@
 // gradient into a zero table, split over the embedding dim so no two threads write one element.
 #include "core/ops/embedding.h"
 
+#include <type_traits>
+#include <vector>
+
 #include "core/autograd/record.h"
+#include "core/cpu/row_loops.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/ops/index_check.h"
@@ -20,7 +24,7 @@ namespace {
 
 // out[k, :] = weight[ids[k], :]; weight, ids and out contiguous, ids already checked.
 void embedding_cpu(const Tensor& out, const Tensor& weight, const Tensor& ids) {
-  visit_dtype(weight.dtype(), "embedding", [&]<class T>() {
+  visit_any_dtype(weight.dtype(), [&]<class T>() {
     const int64_t dim = weight.size(1);
     const T* table = weight.data_ptr<T>();
     const int64_t* index = ids.data_ptr<int64_t>();
@@ -40,21 +44,34 @@ EMBER_REGISTER_KERNEL(kernels::embedding, DeviceType::CPU, embedding_cpu);
 // grad_weight (zeroed, [num, dim]) += grad_out[k, :] at row ids[k], except the padding row
 // (padding_idx < 0: none). Repeated ids add up. Each thread owns a band of columns, so
 // repeated ids never make two threads write the same element, and the sum order is fixed.
+// 16-bit gradients add up in a float32 table, which is rounded once into grad_weight: rounding
+// after every addition would lose the small updates of a frequent id.
 void embedding_backward_cpu(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& ids,
                             int64_t padding_idx) {
-  visit_floating(grad_weight.dtype(), "embedding", [&]<class T>() {
+  visit_any_floating(grad_weight.dtype(), "embedding", [&]<class T>() {
+    using C = compute_type<T>;
     const int64_t dim = grad_weight.size(1);
     const int64_t count = ids.numel();
     const int64_t* index = ids.data_ptr<int64_t>();
     const T* g = grad_out.data_ptr<T>();
-    T* table = grad_weight.data_ptr<T>();
+    constexpr bool in_place = std::is_same_v<T, C>;
+    std::vector<C> widened_table(in_place ? 0 : grad_weight.numel(), C(0));
+    C* table = nullptr;
+    if constexpr (in_place) table = grad_weight.data_ptr<T>();
+    else table = widened_table.data();
     parallel_for(dim, count, [&](int64_t begin, int64_t end) {
       for (int64_t k = 0; k < count; ++k) {
         if (index[k] == padding_idx) continue;
-        T* row = table + index[k] * dim;
+        C* row = table + index[k] * dim;
         const T* g_row = g + k * dim;
 #pragma omp simd
-        for (int64_t i = begin; i < end; ++i) row[i] += g_row[i];
+        for (int64_t i = begin; i < end; ++i) row[i] += C(g_row[i]);
+      }
+      if constexpr (!in_place) {
+        T* rounded = grad_weight.data_ptr<T>();
+        for (int64_t r = 0; r < grad_weight.size(0); ++r) {
+          cpu::round_row(table + r * dim + begin, end - begin, rounded + r * dim + begin);
+        }
       }
     });
   });

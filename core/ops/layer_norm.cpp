@@ -25,53 +25,56 @@ constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_weight, cons
 namespace {
 
 // Two passes over a row that sits in cache: the mean, then the variance of x - mean, which
-// stays accurate when the mean is large compared with the spread.
+// stays accurate when the mean is large compared with the spread. A 16-bit x (with weight and
+// bias of its dtype) is computed on in float32, its mean and rstd are kept in float32 and each
+// output is rounded once.
 void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
                     const Tensor& bias, double eps) {
-  visit_floating(x.dtype(), "layer_norm", [&]<class T>() {
+  visit_any_floating(x.dtype(), "layer_norm", [&]<class T>() {
+    using C = compute_type<T>;
     const int64_t rows = mean.numel();
     const int64_t n = rows == 0 ? 0 : x.numel() / rows;
     const T* in = x.data_ptr<T>();
     const T* w = weight.defined() ? weight.data_ptr<T>() : nullptr;
     const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
     T* out = y.data_ptr<T>();
-    T* mean_out = mean.data_ptr<T>();
-    T* rstd_out = rstd.data_ptr<T>();
-    const T inverse_n = T(1) / static_cast<T>(n);
+    C* mean_out = mean.data_ptr<C>();
+    C* rstd_out = rstd.data_ptr<C>();
+    const C inverse_n = C(1) / static_cast<C>(n);
     parallel_for(rows, 3 * n, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* row = in + r * n;
         T* out_row = out + r * n;
-        T sum = 0;
+        C sum = 0;
 #pragma omp simd reduction(+ : sum)
-        for (int64_t i = 0; i < n; ++i) sum += row[i];
-        const T mu = sum * inverse_n;
+        for (int64_t i = 0; i < n; ++i) sum += C(row[i]);
+        const C mu = sum * inverse_n;
         // Prefetching the next row (input for reading, output for writing) while this one is
         // in cache overlaps its memory traffic with this row's arithmetic.
         const bool has_next = r + 1 < end;
-        const T squares = cpu::sum_over_row<T>(
+        const C squares = cpu::sum_over_row<C>(
             n,
             [&](int64_t i) {
               if (!has_next) return;
               __builtin_prefetch(row + n + i);
               __builtin_prefetch(out_row + n + i, 1);
             },
-            [&](int64_t i) { return (row[i] - mu) * (row[i] - mu); });
-        const T sigma_inverse = T(1) / std::sqrt(squares * inverse_n + static_cast<T>(eps));
+            [&](int64_t i) { return (C(row[i]) - mu) * (C(row[i]) - mu); });
+        const C sigma_inverse = C(1) / std::sqrt(squares * inverse_n + static_cast<C>(eps));
         mean_out[r] = mu;
         rstd_out[r] = sigma_inverse;
         if (w != nullptr && b != nullptr) {
 #pragma omp simd
-          for (int64_t i = 0; i < n; ++i) out_row[i] = (row[i] - mu) * sigma_inverse * w[i] + b[i];
+          for (int64_t i = 0; i < n; ++i) out_row[i] = T((C(row[i]) - mu) * sigma_inverse * C(w[i]) + C(b[i]));
         } else if (w != nullptr) {
 #pragma omp simd
-          for (int64_t i = 0; i < n; ++i) out_row[i] = (row[i] - mu) * sigma_inverse * w[i];
+          for (int64_t i = 0; i < n; ++i) out_row[i] = T((C(row[i]) - mu) * sigma_inverse * C(w[i]));
         } else if (b != nullptr) {
 #pragma omp simd
-          for (int64_t i = 0; i < n; ++i) out_row[i] = (row[i] - mu) * sigma_inverse + b[i];
+          for (int64_t i = 0; i < n; ++i) out_row[i] = T((C(row[i]) - mu) * sigma_inverse + C(b[i]));
         } else {
 #pragma omp simd
-          for (int64_t i = 0; i < n; ++i) out_row[i] = (row[i] - mu) * sigma_inverse;
+          for (int64_t i = 0; i < n; ++i) out_row[i] = T((C(row[i]) - mu) * sigma_inverse);
         }
       }
     });
@@ -85,29 +88,31 @@ EMBER_REGISTER_KERNEL(kernels::layer_norm, DeviceType::CPU, layer_norm_cpu);
 //   grad_bias   = sum over rows of grad_y
 // The rows are split into one chunk per thread; each chunk sums its own partial grad_weight
 // and grad_bias (no shared writes), and the partials are added up afterwards. grad_weight and
-// grad_bias are undefined when not wanted.
+// grad_bias are undefined when not wanted. For 16-bit tensors mean and rstd are float32, the
+// arithmetic is float32 and each gradient is rounded once.
 void layer_norm_backward_cpu(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
                              const Tensor& grad_y, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                              const Tensor& weight) {
-  visit_floating(x.dtype(), "layer_norm", [&]<class T>() {
+  visit_any_floating(x.dtype(), "layer_norm", [&]<class T>() {
+    using C = compute_type<T>;
     const int64_t rows = mean.numel();
     const int64_t n = rows == 0 ? 0 : x.numel() / rows;
     const T* in = x.data_ptr<T>();
     const T* g = grad_y.data_ptr<T>();
-    const T* mu = mean.data_ptr<T>();
-    const T* sigma_inverse = rstd.data_ptr<T>();
+    const C* mu = mean.data_ptr<C>();
+    const C* sigma_inverse = rstd.data_ptr<C>();
     const T* w = weight.defined() ? weight.data_ptr<T>() : nullptr;
     T* gx = grad_x.defined() ? grad_x.data_ptr<T>() : nullptr;
     const bool want_weight = grad_weight.defined(), want_bias = grad_bias.defined();
 
     const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), rows));
     const int64_t rows_per_chunk = rows == 0 ? 0 : (rows + chunks - 1) / chunks;
-    // Partial sums in double for float32: a parameter's gradient adds up many rows.
-    using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+    // Partial sums in double for float32 (and 16-bit): a parameter's gradient adds up many rows.
+    using Acc = std::conditional_t<std::is_same_v<C, float>, double, C>;
     std::vector<Acc> partial_weight(want_weight ? chunks * n : 0), partial_bias(want_bias ? chunks * n : 0);
     const int64_t cost_per_chunk = rows_per_chunk * n * 4;
     parallel_for(chunks, cost_per_chunk, [&](int64_t chunk_begin, int64_t chunk_end) {
-      std::vector<T> scaled(n);  // grad_y * weight for one row
+      std::vector<C> scaled(n);  // grad_y * weight for one row
       for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
         Acc* pw = want_weight ? partial_weight.data() + chunk * n : nullptr;
         Acc* pb = want_bias ? partial_bias.data() + chunk * n : nullptr;
@@ -115,34 +120,36 @@ void layer_norm_backward_cpu(const Tensor& grad_x, const Tensor& grad_weight, co
         for (int64_t r = chunk * rows_per_chunk; r < row_end; ++r) {
           const T* row = in + r * n;
           const T* grow = g + r * n;
-          const T m = mu[r], s = sigma_inverse[r];
+          const C m = mu[r], s = sigma_inverse[r];
           if (pw != nullptr) {
 #pragma omp simd
-            for (int64_t i = 0; i < n; ++i) pw[i] += static_cast<Acc>(grow[i] * ((row[i] - m) * s));
+            for (int64_t i = 0; i < n; ++i) pw[i] += static_cast<Acc>(C(grow[i]) * ((C(row[i]) - m) * s));
           }
           if (pb != nullptr) {
 #pragma omp simd
-            for (int64_t i = 0; i < n; ++i) pb[i] += static_cast<Acc>(grow[i]);
+            for (int64_t i = 0; i < n; ++i) pb[i] += static_cast<Acc>(C(grow[i]));
           }
           if (gx == nullptr) continue;
-          T* scaled_row = scaled.data();
+          C* scaled_row = scaled.data();
           if (w != nullptr) {
 #pragma omp simd
-            for (int64_t i = 0; i < n; ++i) scaled_row[i] = grow[i] * w[i];
+            for (int64_t i = 0; i < n; ++i) scaled_row[i] = C(grow[i]) * C(w[i]);
           } else {
 #pragma omp simd
-            for (int64_t i = 0; i < n; ++i) scaled_row[i] = grow[i];
+            for (int64_t i = 0; i < n; ++i) scaled_row[i] = C(grow[i]);
           }
-          T sum_g = 0, sum_g_xhat = 0;
+          C sum_g = 0, sum_g_xhat = 0;
 #pragma omp simd reduction(+ : sum_g, sum_g_xhat)
           for (int64_t i = 0; i < n; ++i) {
             sum_g += scaled_row[i];
-            sum_g_xhat += scaled_row[i] * ((row[i] - m) * s);
+            sum_g_xhat += scaled_row[i] * ((C(row[i]) - m) * s);
           }
-          const T mean_g = sum_g / static_cast<T>(n), mean_g_xhat = sum_g_xhat / static_cast<T>(n);
+          const C mean_g = sum_g / static_cast<C>(n), mean_g_xhat = sum_g_xhat / static_cast<C>(n);
           T* gx_row = gx + r * n;
 #pragma omp simd
-          for (int64_t i = 0; i < n; ++i) gx_row[i] = s * (scaled_row[i] - mean_g - (row[i] - m) * s * mean_g_xhat);
+          for (int64_t i = 0; i < n; ++i) {
+            gx_row[i] = T(s * (scaled_row[i] - mean_g - (C(row[i]) - m) * s * mean_g_xhat));
+          }
         }
       }
     });
@@ -153,7 +160,7 @@ void layer_norm_backward_cpu(const Tensor& grad_x, const Tensor& grad_weight, co
         for (int64_t i = begin; i < end; ++i) {
           Acc total = 0;
           for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[chunk * n + i];
-          out[i] = static_cast<T>(total);
+          out[i] = static_cast<T>(static_cast<C>(total));
         }
       });
     };
@@ -196,8 +203,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const Tensor w = weight.defined() ? contiguous(weight) : Tensor();
   const Tensor b = bias.defined() ? contiguous(bias) : Tensor();
   Tensor y = make_tensor(sizes, x.dtype(), x.device());
-  Tensor mean = make_tensor({rows}, x.dtype(), x.device());
-  Tensor rstd = make_tensor({rows}, x.dtype(), x.device());
+  // The statistics of 16-bit rows stay float32 (as PyTorch keeps them): backward reads them.
+  const DType statistics_dtype = is_16_bit_floating_point(x.dtype()) ? kFloat32 : x.dtype();
+  Tensor mean = make_tensor({rows}, statistics_dtype, x.device());
+  Tensor rstd = make_tensor({rows}, statistics_dtype, x.device());
   if (y.numel() > 0) kernels::layer_norm[x.device()](y, mean, rstd, input, w, b, eps);
 
   return autograd::record(

@@ -83,7 +83,22 @@ constexpr int64_t kSingleThreadedGemm = 64 * 64 * 64;
 constexpr int64_t kBatchSplitGemm = 256 * 256 * 256;
 constexpr int64_t kBatchSplitMinWork = 1 << 17;
 
+void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta);
+
+// out (+)= a b for 16-bit operands: the float32 gemm on float32 copies of a and b (see
+// cpu::widened_to_float32), whose result is rounded once into out. With beta != 0 the product
+// adds to out's values, read as float32. out is contiguous, as gemm_cpu writes it.
+void gemm_16_bit_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
+  const Tensor out32 = beta != 0 ? cpu::widened_to_float32(out) : make_tensor(out.sizes(), kFloat32, out.device());
+  gemm_cpu(out32, cpu::widened_to_float32(a), cpu::widened_to_float32(b), beta);
+  cpu::round_contiguous(out32, out);
+}
+
 void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
+  if (is_16_bit_floating_point(out.dtype())) {
+    gemm_16_bit_cpu(out, a, b, beta);
+    return;
+  }
   const int64_t rank = out.dim();
   const int64_t m = out.sizes()[rank - 2], n = out.sizes()[rank - 1], k = a.sizes()[rank - 1];
   const int64_t count = numel_of(batch_of(out));
@@ -135,8 +150,8 @@ void check_pair(const char* op, const Tensor& a, const Tensor& b) {
               b.dtype());
   EMBER_CHECK(a.device() == b.device(), "{}: device mismatch: {} and {} (move one with to() first)", op,
               a.device(), b.device());
-  EMBER_CHECK(is_floating_point(a.dtype()), "{}: expected floating point tensors (float32 or float64), got {}", op,
-              a.dtype());
+  EMBER_CHECK(is_floating_point(a.dtype()),
+              "{}: expected floating point tensors (float32, float64, bfloat16 or float16), got {}", op, a.dtype());
 }
 
 void check_inner(const char* op, const Tensor& a, const Tensor& b, int64_t ka, int64_t kb) {

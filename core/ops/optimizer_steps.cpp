@@ -45,27 +45,54 @@ void adam_update_with_ops(Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_
 
 // One parameter's update in one pass: reads p, g, m and v once and writes p, m and v, where the
 // same formulas written with tensor ops make about ten passes and four temporaries. The
-// arithmetic is the composite form's, in the same order, in the parameter's dtype.
+// arithmetic is the composite form's, in the same order, in the parameter's dtype; for a 16-bit
+// parameter (and its 16-bit gradient and moments) in float32, each stored value rounded once.
 template <class T>
 void adam_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamStepOptions& options, double lr, double step) {
-  const T beta1 = static_cast<T>(options.beta1), beta2 = static_cast<T>(options.beta2);
-  const T one_minus_beta1 = static_cast<T>(1.0 - options.beta1), one_minus_beta2 = static_cast<T>(1.0 - options.beta2);
+  using C = compute_type<T>;
+  const C beta1 = static_cast<C>(options.beta1), beta2 = static_cast<C>(options.beta2);
+  const C one_minus_beta1 = static_cast<C>(1.0 - options.beta1), one_minus_beta2 = static_cast<C>(1.0 - options.beta2);
   const bool decoupled = options.decoupled_weight_decay;
-  const T decay = static_cast<T>(decoupled ? 1.0 - lr * options.weight_decay : 1.0);
-  const T l2 = static_cast<T>(decoupled ? 0.0 : options.weight_decay);
-  const T sqrt_bias_correction2 = static_cast<T>(std::sqrt(1.0 - std::pow(options.beta2, step)));
-  const T step_size = static_cast<T>(lr / (1.0 - std::pow(options.beta1, step)));
-  const T eps = static_cast<T>(options.eps);
+  const C decay = static_cast<C>(decoupled ? 1.0 - lr * options.weight_decay : 1.0);
+  const C l2 = static_cast<C>(decoupled ? 0.0 : options.weight_decay);
+  const C sqrt_bias_correction2 = static_cast<C>(std::sqrt(1.0 - std::pow(options.beta2, step)));
+  const C step_size = static_cast<C>(lr / (1.0 - std::pow(options.beta1, step)));
+  const C eps = static_cast<C>(options.eps);
   parallel_for(n, 8, [&](int64_t begin, int64_t end) {
 #pragma omp simd
     for (int64_t i = begin; i < end; ++i) {
-      const T grad = g[i] + l2 * p[i];
-      const T param = p[i] * decay;
-      const T m_i = m[i] * beta1 + one_minus_beta1 * grad;
-      const T v_i = v[i] * beta2 + one_minus_beta2 * (grad * grad);
-      m[i] = m_i;
-      v[i] = v_i;
-      p[i] = param - step_size * (m_i / (std::sqrt(v_i) / sqrt_bias_correction2 + eps));
+      const C grad = C(g[i]) + l2 * C(p[i]);
+      const C param = C(p[i]) * decay;
+      const C m_i = C(m[i]) * beta1 + one_minus_beta1 * grad;
+      const C v_i = C(v[i]) * beta2 + one_minus_beta2 * (grad * grad);
+      m[i] = T(m_i);
+      v[i] = T(v_i);
+      p[i] = T(param - step_size * (m_i / (std::sqrt(v_i) / sqrt_bias_correction2 + eps)));
+    }
+  });
+}
+
+// One SGD update of a 16-bit parameter in one pass, in float32:
+//   d = g + weight_decay * p;  b = momentum * b + (1 - dampening) * d (b = d on the first step);
+//   p -= lr * (nesterov ? d + momentum * b : b)
+// the composite form's formulas, with p and b each rounded once where stored (with the ops,
+// every intermediate would be rounded to 16 bits). `buffer` is null without momentum.
+template <class T>
+void sgd_update(T* p, const T* g, T* buffer, bool first_step, int64_t n, const SGDStepOptions& options, double lr) {
+  using C = compute_type<T>;
+  const C weight_decay = static_cast<C>(options.weight_decay), momentum = static_cast<C>(options.momentum);
+  const C damped = static_cast<C>(1.0 - options.dampening), rate = static_cast<C>(lr);
+  const bool nesterov = options.nesterov;
+  parallel_for(n, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const C direction = C(g[i]) + weight_decay * C(p[i]);
+      C step = direction;
+      if (buffer != nullptr) {
+        const C b = first_step ? direction : momentum * C(buffer[i]) + damped * direction;
+        buffer[i] = T(b);
+        step = nesterov ? direction + momentum * b : b;
+      }
+      p[i] = T(C(p[i]) - rate * step);
     }
   });
 }
@@ -89,7 +116,7 @@ void adam_step_cpu(std::span<const Tensor> params, std::span<const Tensor> grads
       adam_update_with_ops(param, grad, exp_avg, exp_avg_sq, lr, step, options);
       continue;
     }
-    visit_floating(param.dtype(), "adam_step", [&]<class T>() {
+    visit_any_floating(param.dtype(), "adam_step", [&]<class T>() {
       adam_update<T>(param.data_ptr<T>(), grad.data_ptr<T>(), exp_avg.data_ptr<T>(), exp_avg_sq.data_ptr<T>(),
                      param.numel(), options, lr, step);
     });
@@ -97,10 +124,29 @@ void adam_step_cpu(std::span<const Tensor> params, std::span<const Tensor> grads
 }
 EMBER_REGISTER_KERNEL(kernels::adam_step, DeviceType::CPU, adam_step_cpu);
 
-// The CPU step: ember's ops, one parameter after another.
+// The fused 16-bit SGD step when param, grad and buffer are contiguous and of one dtype.
+bool sgd_16_bit_step(const Tensor& param, const Tensor& grad, Tensor& buffer, double lr,
+                     const SGDStepOptions& options) {
+  const bool with_momentum = options.momentum != 0.0;
+  const bool fusable = is_16_bit_floating_point(param.dtype()) && param.is_contiguous() && grad.is_contiguous() &&
+                       grad.dtype() == param.dtype() &&
+                       (!with_momentum || !buffer.defined() ||
+                        (buffer.is_contiguous() && buffer.dtype() == param.dtype()));
+  if (!fusable) return false;
+  const bool first_step = with_momentum && !buffer.defined();
+  if (first_step) buffer = make_tensor(param.sizes(), param.dtype(), param.device());
+  visit_any_floating(param.dtype(), "sgd_step", [&]<class T>() {
+    sgd_update<T>(param.data_ptr<T>(), grad.data_ptr<T>(), with_momentum ? buffer.data_ptr<T>() : nullptr,
+                  first_step, param.numel(), options, lr);
+  });
+  return true;
+}
+
+// The CPU step: ember's ops, one parameter after another (a fused loop for 16-bit parameters).
 void sgd_step_cpu(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<Tensor> momentum_buffers,
                   const Tensor& lr, const SGDStepOptions& options) {
   for (size_t i = 0; i < params.size(); ++i) {
+    if (sgd_16_bit_step(params[i], grads[i], momentum_buffers[i], value_of(lr), options)) continue;
     Tensor param = params[i];
     Tensor direction = grads[i];
     if (options.weight_decay != 0.0) direction = add(direction, mul(param, options.weight_decay));

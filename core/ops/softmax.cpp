@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/autograd/record.h"
@@ -90,28 +91,53 @@ void for_each_slice(int64_t outer, int64_t n, int64_t inner, RowFn row_fn, Colum
 }
 
 void softmax_cpu(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, int64_t inner, bool log) {
-  visit_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
+  visit_any_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
     const T* in = x.data_ptr<T>();
     T* result = out.data_ptr<T>();
-    for_each_slice(
-        outer, n, inner,
-        [&](int64_t offset, bool has_next) {
-          cpu::softmax_row(result + offset, in + offset, has_next ? in + offset + n : nullptr,
-                      has_next ? result + offset + n : nullptr, n, log);
-        },
-        [&](int64_t offset, int64_t width) {
-          T max[kColumnBlock], sum[kColumnBlock];
-          softmax_columns(result + offset, in + offset, n, inner, width, log, max, sum);
-        });
+    if constexpr (std::is_same_v<T, compute_type<T>>) {
+      for_each_slice(
+          outer, n, inner,
+          [&](int64_t offset, bool has_next) {
+            cpu::softmax_row(result + offset, in + offset, has_next ? in + offset + n : nullptr,
+                             has_next ? result + offset + n : nullptr, n, log);
+          },
+          [&](int64_t offset, int64_t width) {
+            T max[kColumnBlock], sum[kColumnBlock];
+            softmax_columns(result + offset, in + offset, n, inner, width, log, max, sum);
+          });
+    } else {
+      // A 16-bit row (or block of columns) is widened into float32 scratch, where the float32
+      // code computes its softmax in place, and rounded once into out.
+      for_each_slice(
+          outer, n, inner,
+          [&](int64_t offset, bool) {
+            // One row of scratch per thread, kept between rows so that a row costs no allocation.
+            thread_local std::vector<float> row;
+            row.resize(n);
+            cpu::widen_row(in + offset, n, row.data());
+            cpu::softmax_row<float>(row.data(), row.data(), nullptr, nullptr, n, log);
+            cpu::round_row(row.data(), n, result + offset);
+          },
+          [&](int64_t offset, int64_t width) {
+            // Not kept between calls like the row: it is n * kColumnBlock floats.
+            std::vector<float> block(n * width);
+            for (int64_t r = 0; r < n; ++r) cpu::widen_row(in + offset + r * inner, width, block.data() + r * width);
+            float max[kColumnBlock], sum[kColumnBlock];
+            softmax_columns(block.data(), block.data(), n, width, width, log, max, sum);
+            for (int64_t r = 0; r < n; ++r) cpu::round_row(block.data() + r * width, width, result + offset + r * inner);
+          });
+    }
   });
 }
 EMBER_REGISTER_KERNEL(kernels::softmax, DeviceType::CPU, softmax_cpu);
 
 // softmax:     grad_x = y * (grad_y - sum(grad_y * y))
 // log_softmax: grad_x = grad_y - exp(y) * sum(grad_y)
+// A 16-bit grad_y and y are read as float32 and each gradient is rounded once, on store.
 void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tensor& y, int64_t outer, int64_t n,
                           int64_t inner, bool log) {
-  visit_floating(y.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
+  visit_any_floating(y.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
+    using C = compute_type<T>;
     const T* g = grad_y.data_ptr<T>();
     const T* out = y.data_ptr<T>();
     T* gx = grad_x.data_ptr<T>();
@@ -119,31 +145,31 @@ void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tens
       const T* gr = g + offset;
       const T* yr = out + offset;
       T* gxr = gx + offset;
-      T dot = 0;
+      C dot = 0;
       if (log) {
 #pragma omp simd reduction(+ : dot)
-        for (int64_t i = 0; i < n; ++i) dot += gr[i];
+        for (int64_t i = 0; i < n; ++i) dot += C(gr[i]);
 #pragma omp simd
-        for (int64_t i = 0; i < n; ++i) gxr[i] = gr[i] - cpu::exp_nonpositive<T>(yr[i]) * dot;
+        for (int64_t i = 0; i < n; ++i) gxr[i] = T(C(gr[i]) - cpu::exp_nonpositive<C>(C(yr[i])) * dot);
       } else {
 #pragma omp simd reduction(+ : dot)
-        for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
+        for (int64_t i = 0; i < n; ++i) dot += C(gr[i]) * C(yr[i]);
 #pragma omp simd
-        for (int64_t i = 0; i < n; ++i) gxr[i] = yr[i] * (gr[i] - dot);
+        for (int64_t i = 0; i < n; ++i) gxr[i] = T(C(yr[i]) * (C(gr[i]) - dot));
       }
     };
     auto column_fn = [&](int64_t offset, int64_t width) {
-      T dot[kColumnBlock];
+      C dot[kColumnBlock];
       for (int64_t i = 0; i < width; ++i) dot[i] = 0;
       for (int64_t r = 0; r < n; ++r) {
         const T* gr = g + offset + r * inner;
         const T* yr = out + offset + r * inner;
         if (log) {
 #pragma omp simd
-          for (int64_t i = 0; i < width; ++i) dot[i] += gr[i];
+          for (int64_t i = 0; i < width; ++i) dot[i] += C(gr[i]);
         } else {
 #pragma omp simd
-          for (int64_t i = 0; i < width; ++i) dot[i] += gr[i] * yr[i];
+          for (int64_t i = 0; i < width; ++i) dot[i] += C(gr[i]) * C(yr[i]);
         }
       }
       for (int64_t r = 0; r < n; ++r) {
@@ -152,10 +178,10 @@ void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tens
         T* gxr = gx + offset + r * inner;
         if (log) {
 #pragma omp simd
-          for (int64_t i = 0; i < width; ++i) gxr[i] = gr[i] - cpu::exp_nonpositive<T>(yr[i]) * dot[i];
+          for (int64_t i = 0; i < width; ++i) gxr[i] = T(C(gr[i]) - cpu::exp_nonpositive<C>(C(yr[i])) * dot[i]);
         } else {
 #pragma omp simd
-          for (int64_t i = 0; i < width; ++i) gxr[i] = yr[i] * (gr[i] - dot[i]);
+          for (int64_t i = 0; i < width; ++i) gxr[i] = T(C(yr[i]) * (C(gr[i]) - dot[i]));
         }
       }
     };
