@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/autocast.h"
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
 #include "core/dispatch.h"
@@ -167,6 +168,7 @@ Tensor sum_to(const Tensor& gradient, const Shape& shape) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return add((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Add, a, b);
   // Without broadcasting the gradient passes through as is, and a closure with no captures
   // records without allocating.
@@ -179,6 +181,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return sub((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Sub, a, b);
   if (a.sizes() == b.sizes()) {
     return autograd::record("sub", out, {a, b}, [](const Tensor& grad) { return autograd::grads(grad, neg(grad)); });
@@ -189,6 +192,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return mul((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Mul, a, b);
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
   return autograd::record("mul", out, {a, b},
@@ -201,6 +205,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return div((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Div, a, b);
   return autograd::record("div", out, {a, b},
                           [sb = autograd::save(b), so = autograd::save(out), shape_a = a.sizes(),
@@ -214,6 +219,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& base, const Tensor& exponent) {
+  if (auto cast = autocast::widest_operands(base, exponent)) return pow((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Pow, base, exponent);
   return autograd::record(
       "pow", out, {base, exponent},
@@ -229,6 +235,7 @@ Tensor pow(const Tensor& base, const Tensor& exponent) {
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return maximum((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Maximum, a, b);
   return autograd::record("maximum", out, {a, b},
                           [sa = autograd::save(a), sb = autograd::save(b)](const Tensor& grad) {
@@ -237,6 +244,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return minimum((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Minimum, a, b);
   return autograd::record("minimum", out, {a, b},
                           [sa = autograd::save(a), sb = autograd::save(b)](const Tensor& grad) {
