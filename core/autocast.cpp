@@ -43,7 +43,8 @@ void set_enabled(DeviceType type, bool enabled, DType dtype) {
 }
 
 void check_dtype(DType dtype) {
-  EMBER_CHECK(is_16_bit_floating_point(dtype), "autocast: dtype must be bfloat16 or float16, got {}", dtype_name(dtype));
+  EMBER_CHECK(is_16_bit_floating_point(dtype), "autocast: dtype must be bfloat16 or float16, got {}",
+              dtype_name(dtype));
 }
 
 // Parameters — leaves that require grad, not views — are what ops read again and again in a

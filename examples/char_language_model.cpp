@@ -415,16 +415,26 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   // One training step: forward, backward, clip, update. Every batch has the same shape, so on a
   // GPU the step is captured once as a CUDA graph and replayed (nn/train/graphed_steps.h); the
   // schedule runs outside it, and a replay reads the rate it set. Returns the batch's loss.
+  // With --precision bf16 or fp16 the forward pass and the loss run under autocast; fp16 also
+  // scales the loss, and the gradients are unscaled before they are clipped.
+  const train::Precision precision = common.precision_choice();
+  nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
   train::GraphedSteps forward_backward_update(
       [&](std::span<const Tensor> batch) {
         optimizer.zero_grad();
-        Tensor loss = model->loss(batch[0]);
-        loss.backward();
+        Tensor loss;
+        {
+          const AutocastGuard autocast = train::autocast_scope(precision, device.type);
+          loss = model->loss(batch[0]);
+        }
+        scaler.scale(loss).backward();
+        scaler.unscale_(optimizer);
         nn::clip_grad_norm_(model->parameters(), recipe.clip);
-        optimizer.step();
+        scaler.step(optimizer);
+        scaler.update();
         return loss;
       },
-      {.enabled = device.is_cuda() && common.cuda_graphs});
+      {.enabled = examples::cuda_graphs_apply(common, device)});
   auto train_step = [&](int64_t at_step) {
     const Tensor loss = forward_backward_update({training_batch(train_ids, at_step, recipe, common.seed, device)});
     scheduler->step();

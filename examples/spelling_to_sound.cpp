@@ -474,16 +474,25 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
   // shape is captured once as a CUDA graph and replayed after (nn/train/graphed_steps.h); words
   // and pronunciations are then padded to a multiple of 8 symbols (which divides kMaxPositions),
   // so the buckets make a few shapes. The schedule runs outside it: a replay reads its rate.
-  const bool graphs = device.is_cuda() && common.cuda_graphs;
+  // With --precision bf16 or fp16 the forward pass and the loss run under autocast; fp16 also
+  // scales the loss, and the gradients are unscaled before they are clipped.
+  const bool graphs = examples::cuda_graphs_apply(common, device);
+  const train::Precision precision = common.precision_choice();
+  nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
   const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, kMaxPositions) : 1;
   train::GraphedSteps forward_backward_update(
       [&](std::span<const Tensor> batch) {  // letters, decoder input, next phonemes
-        const Tensor logits = model->forward(batch[0], batch[1]);
-        Tensor loss = nn::cross_entropy(logits, batch[2], loss_options);
+        Tensor loss;
+        {
+          const AutocastGuard autocast = train::autocast_scope(precision, device.type);
+          loss = nn::cross_entropy(model->forward(batch[0], batch[1]), batch[2], loss_options);
+        }
         optimizer.zero_grad();
-        loss.backward();
+        scaler.scale(loss).backward();
+        scaler.unscale_(optimizer);
         nn::clip_grad_norm_(parameters, recipe.clip_norm);
-        optimizer.step();
+        scaler.step(optimizer);
+        scaler.update();
         return loss;
       },
       {.enabled = graphs});

@@ -571,10 +571,14 @@ int main(int argc, char** argv) {
     // sentences are then padded to a multiple of 8 tokens (which divides kMaxPositions), so the
     // buckets make a few shapes. The schedule runs outside it: a replay reads the rate it set.
     // Under mpirun the gradients are averaged over the ranks during backward (before the
-    // clipping), and a step is not captured as a graph (the averaging waits on the host).
+    // clipping), and a step is not captured as a graph (the averaging waits on the host). With
+    // --precision bf16 or fp16 the forward pass and the loss run under autocast; fp16 also
+    // scales the loss, and the gradients are unscaled before they are clipped.
     std::optional<nn::DistributedDataParallel> data_parallel;
     if (distributed::world_size() > 1) data_parallel.emplace(*model);
-    const bool graphs = device.is_cuda() && common.cuda_graphs && !data_parallel;
+    const bool graphs = !data_parallel && examples::cuda_graphs_apply(common, device);
+    const train::Precision precision = common.precision_choice();
+    nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
     const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, kMaxPositions) : 1;
     train::GraphedSteps forward_backward_update(
         [&](std::span<const Tensor> batch) {  // source, target
@@ -582,13 +586,19 @@ int main(int argc, char** argv) {
           const Tensor& target = batch[1];
           const int64_t length = target.size(1) - 1;
           optimizer.zero_grad();
-          const Tensor logits = model->forward(source, target.narrow(1, 0, length));
           const Tensor labels = target.narrow(1, 1, length).contiguous();
-          Tensor loss = nn::cross_entropy(logits, labels,
-                                          {.ignore_index = pad_id, .label_smoothing = recipe.label_smoothing});
-          loss.backward();
+          Tensor loss;
+          {
+            const AutocastGuard autocast = train::autocast_scope(precision, device.type);
+            const Tensor logits = model->forward(source, target.narrow(1, 0, length));
+            loss = nn::cross_entropy(logits, labels,
+                                     {.ignore_index = pad_id, .label_smoothing = recipe.label_smoothing});
+          }
+          scaler.scale(loss).backward();
+          scaler.unscale_(optimizer);
           nn::clip_grad_norm_(model->parameters(), 1.0);
-          optimizer.step();
+          scaler.step(optimizer);
+          scaler.update();
           return loss;
         },
         {.enabled = graphs});

@@ -190,7 +190,8 @@ TEST_CASE("GradScaler: misuse is refused with the reason") {
   scaler.update();
 
   CHECK_THROWS_WITH_ALL(scaler.scale(Tensor()), "GradScaler.scale: loss is undefined");
-  CHECK_THROWS_WITH_ALL(scaler.scale(scalar_tensor(1.0, kInt64)), "GradScaler.scale: loss must be floating point, got int64");
+  CHECK_THROWS_WITH_ALL(scaler.scale(scalar_tensor(1.0, kInt64)),
+                        "GradScaler.scale: loss must be floating point, got int64");
 
   Tensor half = parameter({1.0f}).to(kFloat16).detach();
   half.requires_grad_(true);
@@ -198,9 +199,11 @@ TEST_CASE("GradScaler: misuse is refused with the reason") {
   nn::SGD half_optimizer({half}, {.lr = 1.0});
   CHECK_THROWS_WITH_ALL(scaler.unscale_(half_optimizer), "GradScaler.unscale_: parameter 0 has a float16 gradient");
 
-  CHECK_THROWS_WITH_ALL(nn::GradScaler({.init_scale = 0.0}), "GradScaler: init_scale must be positive and finite, got 0");
+  CHECK_THROWS_WITH_ALL(nn::GradScaler({.init_scale = 0.0}),
+                        "GradScaler: init_scale must be positive and finite, got 0");
   CHECK_THROWS_WITH_ALL(nn::GradScaler({.growth_factor = 1.0}), "GradScaler: growth_factor must be > 1, got 1");
-  CHECK_THROWS_WITH_ALL(nn::GradScaler({.backoff_factor = 1.0}), "GradScaler: backoff_factor must be in (0, 1), got 1");
+  CHECK_THROWS_WITH_ALL(nn::GradScaler({.backoff_factor = 1.0}),
+                        "GradScaler: backoff_factor must be in (0, 1), got 1");
   CHECK_THROWS_WITH_ALL(nn::GradScaler({.growth_interval = 0}), "GradScaler: growth_interval must be >= 1, got 0");
 }
 

@@ -215,7 +215,8 @@ AttentionOptions with_mask(const AttentionOptions& options, const Tensor& mask) 
 AttentionResult scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v,
                                                           const AttentionOptions& options) {
   if (auto cast = autocast::product_operands(q, k, v, options.attn_mask)) {
-    return scaled_dot_product_attention_with_weights((*cast)[0], (*cast)[1], (*cast)[2], with_mask(options, (*cast)[3]));
+    const AttentionOptions cast_options = with_mask(options, (*cast)[3]);
+    return scaled_dot_product_attention_with_weights((*cast)[0], (*cast)[1], (*cast)[2], cast_options);
   }
   check_attention_inputs(q, k, v, options);
   return composed_attention(q, k, v, options);

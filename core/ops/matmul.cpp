@@ -257,7 +257,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  if (auto cast = autocast::product_operands(x, weight, bias)) return linear((*cast)[0], (*cast)[1], (*cast)[2]);
+  if (auto cast = autocast::product_operands(x, weight, bias)) {
+    return linear((*cast)[0], (*cast)[1], (*cast)[2]);
+  }
   check_pair("linear", x, weight);
   EMBER_CHECK(x.dim() >= 1, "linear: input must have at least one dim, got shape {}", shape_str(x.sizes()));
   EMBER_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got shape {}",
