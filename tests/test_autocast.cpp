@@ -4,6 +4,7 @@
 #include <thread>
 #include <tuple>
 
+#include "core/autograd/node.h"
 #include "helpers.h"
 
 using namespace ember;
@@ -58,7 +59,7 @@ using SumDtypes = KernelDtypes<kernels::sum, 1>;                // (out, x, mask
 using LogsumexpDtypes = KernelDtypes<kernels::logsumexp, 1>;    // (out, x, mask)
 using BinaryLeftDtypes = KernelDtypes<kernels::binary, 2>;      // (op, out, a, b)
 using AttentionDtypes = KernelDtypes<kernels::attention, 1>;    // (out, q, k, v, ...)
-using CopyDtypes = KernelDtypes<kernels::copy, 0>;              // (dst, src): what to() makes
+using CopySources = KernelDtypes<kernels::copy, 1>;     // (dst, src)
 
 // Every dtype seen is `dtype`, and there was at least one call.
 void check_all(const std::vector<DType>& seen, DType dtype) {
@@ -187,12 +188,12 @@ TEST_CASE("autocast: softmax, log_softmax, layer_norm, the losses and sum, mean,
 
 TEST_CASE("autocast: a float32 op leaves float32 and float64 inputs as they are") {
   AutocastGuard autocast(DeviceType::CPU, kBFloat16);
-  CopyDtypes::watch();
+  CopySources::watch();
   const Tensor x = randn({3, 4}), y = randn({3, 4}, kFloat64);
   CHECK(softmax(x, -1).dtype() == kFloat32);
   CHECK(sum(y).dtype() == kFloat64);
   CHECK(add(x, x).dtype() == kFloat32);
-  CHECK(CopyDtypes::seen().empty());  // nothing was converted
+  CHECK(CopySources::seen().empty());  // nothing was converted
 }
 
 TEST_CASE("autocast: a 16-bit operand meets a float32 one in float32") {
@@ -329,26 +330,30 @@ TEST_CASE("autocast: a parameter is cast once per outermost scope, and the cache
   manual_seed(6);
   const Tensor weight = float32_leaf({4, 4}), bias = float32_leaf({4});
   const Tensor x = randn({2, 4});
+  // The graph shows which cast an op read: linear's inputs are x, weight, bias, and the weight's
+  // edge leads to the node of the cast, whose own edge leads to the parameter.
+  auto weight_cast_of = [](const Tensor& out) { return out.grad_fn()->inputs[1].node; };
   {
     AutocastGuard autocast(DeviceType::CPU, kBFloat16);
-    CopyDtypes::watch();
-    Tensor y = linear(x, weight, bias);
+    const Tensor first = linear(x, weight, bias);
     CHECK(autocast::cached_cast_count() == 2);  // weight and bias
-    const size_t conversions_first = CopyDtypes::seen().size();  // x, weight, bias
-    CHECK(conversions_first == 3);
+    const std::shared_ptr<autograd::Node> cast = weight_cast_of(first);
+    REQUIRE(cast != nullptr);
+    CHECK(cast->op == "to");
+    CHECK(cast->inputs[0].leaf.get() == weight.impl());
+    Tensor second;
     {
       AutocastGuard inner(DeviceType::CPU, kBFloat16);  // a nested scope shares the cache
-      y = linear(y, weight, bias);
+      second = linear(first, weight, bias);
     }
-    CHECK(CopyDtypes::seen().size() == conversions_first);  // y is bfloat16 already; weights cached
+    CHECK(weight_cast_of(second) == cast);  // one cast, read twice
     CHECK(autocast::cached_cast_count() == 2);
 
-    // A tensor that is not a parameter is cast each time; so is a parameter under NoGradGuard,
-    // whose cast would carry no gradient if reused later.
+    // A parameter read under NoGradGuard is cast but not kept: that cast carries no gradient,
+    // and reused later it would leave the parameter without one.
     {
       NoGradGuard no_grad;
-      const Tensor other = float32_leaf({4, 4});
-      (void)matmul(x, other);
+      (void)matmul(x, float32_leaf({4, 4}));
     }
     CHECK(autocast::cached_cast_count() == 2);
 
@@ -358,14 +363,18 @@ TEST_CASE("autocast: a parameter is cast once per outermost scope, and the cache
       Tensor w = weight;
       add_(w, 1.0);
     }
-    CopyDtypes::watch();
-    (void)linear(x, weight, bias);
-    CHECK(CopyDtypes::seen().size() == 2);  // x and the changed weight
+    const Tensor third = linear(x, weight, bias);
+    CHECK(weight_cast_of(third) != cast);
+    CHECK(autocast::cached_cast_count() == 2);
 
-    sum(y).backward();
-    // Both uses of the weight reached it, through one cast.
+    sum(add(second, third)).backward();
     REQUIRE(weight.grad().defined());
     CHECK(weight.grad().dtype() == kFloat32);
   }
   CHECK(autocast::cached_cast_count() == 0);
+  // A new scope casts afresh.
+  AutocastGuard autocast(DeviceType::CPU, kBFloat16);
+  const Tensor first = linear(x, weight, bias);
+  CHECK(autocast::cached_cast_count() == 2);
+  CHECK(weight_cast_of(first)->inputs[0].leaf.get() == weight.impl());
 }

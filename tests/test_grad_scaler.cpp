@@ -208,23 +208,24 @@ TEST_CASE("GradScaler: misuse is refused with the reason") {
 }
 
 TEST_CASE("GradScaler: a float16 autocast run skips its first step, which overflows float16, then trains") {
-  // Needs the float16 CPU kernels. The gradient reaching a float16 product's output is the scale
-  // itself, 2^16, which float16 cannot hold: the first step must be skipped and the scale halved;
-  // at 2^15 it fits and training proceeds.
+  // Needs the float16 CPU kernels. The loss is the float32 sum of a float16 product's outputs, so
+  // the gradient reaching each output is the scale itself: 2^16 does not fit float16 (largest
+  // 65504) and becomes inf, so the first step must be skipped and the scale halved; 2^15 fits,
+  // and so do the weights' gradients (2^15 times inputs below 1 in magnitude).
   manual_seed(7);
   nn::Linear linear(4, 3);
   const Tensor before = linear.weight.detach().clone();
   nn::SGD optimizer(linear.parameters(), {.lr = 0.1});
   nn::GradScaler scaler;
-  const Tensor x = randn({8, 4});
-  const Tensor targets = randint(0, 3, {8});
+  const Tensor x = clamp(mul(randn({1, 4}), 0.3), -0.9, 0.9);
   auto step = [&] {
     optimizer.zero_grad();
     Tensor loss;
     {
       AutocastGuard autocast(DeviceType::CPU, kFloat16);
-      loss = cross_entropy(linear.forward(x), targets);
+      loss = sum(linear.forward(x));
     }
+    CHECK(loss.dtype() == kFloat32);
     scaler.scale(loss).backward();
     const bool stepped = scaler.step(optimizer);
     scaler.update();
@@ -234,6 +235,10 @@ TEST_CASE("GradScaler: a float16 autocast run skips its first step, which overfl
   CHECK(scaler.scale() == 32768.0);
   check_close(linear.weight, before, 0, 0);
   CHECK(step());
+  CHECK(scaler.scale() == 32768.0);
+  REQUIRE(linear.weight.grad().defined());
   CHECK(linear.weight.grad().dtype() == kFloat32);
+  // The unscaled gradient of sum(x W^T + b) with respect to W is x in every row.
+  check_close(linear.weight.grad(), expand(x, {3, 4}).to(kFloat16).to(kFloat32), 0, 0);
   CHECK(max_abs(sub(linear.weight, before)) > 0);
 }
