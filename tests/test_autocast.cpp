@@ -275,6 +275,14 @@ TEST_CASE("autocast: nn::Linear and nn::MultiHeadAttention go through the cast p
   GemmDtypes::watch();
   CHECK(linear.forward(x).dtype() == kBFloat16);
   CHECK(attention.forward(x, x, x).output.dtype() == kBFloat16);
+  // Masks are made in the inputs' dtype (float32 here) and cast with q, k and v.
+  const Tensor padding = tensor({false, false, true, false, false, false}, Shape{2, 3});
+  CHECK(attention.forward(x, x, x, {.key_padding_mask = padding, .is_causal = true}).output.dtype() == kBFloat16);
+  CHECK(attention.forward(x, x, x, {.key_padding_mask = padding, .attn_mask = zeros({3, 3})}).output.dtype() ==
+        kBFloat16);
+  const nn::MultiHeadAttentionOutput with_weights = attention.forward(x, x, x, {.need_weights = true});
+  CHECK(with_weights.output.dtype() == kBFloat16);
+  CHECK(with_weights.weights.dtype() == kFloat32);
   check_all(GemmDtypes::seen(), kBFloat16);
 }
 
