@@ -253,12 +253,16 @@ int main(int argc, char** argv) {
     nn::AdamW optimizer(nn::weight_decay_groups(model, weight_decay), {.lr = lr});
     nn::Scheduler scheduler(optimizer, std::make_shared<nn::WarmupCosine>(lr, steps_per_epoch, total_steps));
 
+    // --precision fp16 scales the loss; the scale is saved with the checkpoints.
+    const train::Precision precision = common.precision_choice();
+    nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
+
     train::CheckpointSaver saver(common.out_path("checkpoint.safetensors"), steps_per_epoch, model, optimizer,
-                                 &scheduler);
+                                 &scheduler, &scaler);
     std::optional<int64_t> resumed;
     if (common.resume) {
       std::string found;
-      resumed = train::resume_from(saver.path(), model, optimizer, &scheduler, &found);
+      resumed = train::resume_from(saver.path(), model, optimizer, &scheduler, &found, &scaler);
       fmt::print("--resume: {}\n", found);
     }
     train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "test_loss", "test_accuracy", "lr"}, resumed);
@@ -274,8 +278,6 @@ int main(int argc, char** argv) {
     std::optional<nn::DistributedDataParallel> data_parallel;
     if (distributed::world_size() > 1) data_parallel.emplace(model);
     const bool graphs = !data_parallel && examples::cuda_graphs_apply(common, device);
-    const train::Precision precision = common.precision_choice();
-    nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
     const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, recipe.max_tokens) : 1;
     train::GraphedSteps train_step(
         [&](std::span<const Tensor> batch) {  // ids, padding mask, labels

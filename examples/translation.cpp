@@ -560,9 +560,12 @@ int main(int argc, char** argv) {
       for (int64_t epoch = 0; epoch < recipe.epochs; ++epoch) total_steps += schedule.batches_in_epoch(epoch);
     }
     auto scheduler = std::make_unique<nn::Scheduler>(optimizer, make_schedule(total_steps));
+    // --precision fp16 scales the loss; the scale is saved with the checkpoints.
+    const train::Precision precision = common.precision_choice();
+    nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
     if (resuming) {
       std::string found;
-      resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found);
+      resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found, &scaler);
       fmt::print("--resume: {}\n", found);
     }
 
@@ -577,8 +580,6 @@ int main(int argc, char** argv) {
     std::optional<nn::DistributedDataParallel> data_parallel;
     if (distributed::world_size() > 1) data_parallel.emplace(*model);
     const bool graphs = !data_parallel && examples::cuda_graphs_apply(common, device);
-    const train::Precision precision = common.precision_choice();
-    nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
     const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, kMaxPositions) : 1;
     train::GraphedSteps forward_backward_update(
         [&](std::span<const Tensor> batch) {  // source, target
@@ -680,7 +681,7 @@ int main(int argc, char** argv) {
     const EncodedPairs eval_pairs = subset(test_pairs, eval_indices);
     const std::vector<int64_t> shown = {1, eval_count / 2, eval_count - 2};  // the sentences printed each time
 
-    train::CheckpointSaver saver(checkpoint_path, eval_every, *model, optimizer, scheduler.get());
+    train::CheckpointSaver saver(checkpoint_path, eval_every, *model, optimizer, scheduler.get(), &scaler);
     train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "test_loss", "bleu_greedy", "lr", "elapsed_s"},
                           resumed_step);
     train::ProgressBar progress(total_steps, {.label = "train", .unit = "tok"}, step);

@@ -1,5 +1,6 @@
 // GradScaler: scaling the loss, unscaling before clipping, skipping a step whose gradients
 // overflowed, the scale's backoff and growth, its state dict, and the misuses it refuses.
+#include <filesystem>
 #include <limits>
 
 #include "helpers.h"
@@ -148,6 +149,33 @@ TEST_CASE("GradScaler: the state dict resumes the scale and the growth count") {
   CHECK_THROWS_WITH_ALL(resumed.load_state_dict(wrong), "growth_tracker 3 is not in [0, growth_interval 3)");
   CHECK_THROWS_WITH_ALL(resumed.load_state_dict({}), "the state dict is empty");
   CHECK(resumed.scale() == 65536.0);  // a refused state changes nothing
+}
+
+TEST_CASE("GradScaler: a checkpoint keeps the loss scale, and a run may change its precision on resume") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ember_test_grad_scaler_checkpoint.safetensors").string();
+  nn::Linear model(2, 1);
+  nn::SGD optimizer(model.parameters(), {.lr = 0.0});
+  nn::GradScaler scaler({.growth_interval = 5});
+  CHECK_FALSE(iteration(scaler, optimizer, model.weight, 1e35));
+  CHECK(iteration(scaler, optimizer, model.weight, 1.0));
+  nn::save_checkpoint(path, model, optimizer, nullptr, 2, &scaler);
+
+  nn::GradScaler resumed;
+  CHECK(nn::load_checkpoint(path, model, optimizer, nullptr, &resumed) == 2);
+  CHECK(resumed.scale() == 32768.0);
+  CHECK(resumed.state_dict().at("growth_tracker").item<int64_t>() == 1);
+  CHECK(resumed.state_dict().at("growth_interval").item<int64_t>() == 5);
+  // Resumed in bf16 (scaler disabled) the saved scale is left unused; a float32 run's
+  // checkpoint (no scaler) resumed in fp16 starts the scale afresh.
+  nn::GradScaler disabled({.enabled = false});
+  CHECK(nn::load_checkpoint(path, model, optimizer, nullptr, &disabled) == 2);
+  CHECK(disabled.scale() == 1.0);
+  nn::save_checkpoint(path, model, optimizer, nullptr, 3);
+  nn::GradScaler fresh;
+  CHECK(nn::load_checkpoint(path, model, optimizer, nullptr, &fresh) == 3);
+  CHECK(fresh.scale() == 65536.0);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("GradScaler: disabled, it passes the loss through and always steps") {
