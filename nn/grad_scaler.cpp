@@ -1,8 +1,11 @@
 // GradScaler: the scale, its growth and backoff, and the unscale / inf check / skip of a step.
 #include "nn/grad_scaler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
@@ -62,7 +65,9 @@ void GradScaler::unscale_(Optimizer& optimizer) {
   NoGradGuard no_grad;
   // The scale is a power of two unless set otherwise, so its inverse, and the division, are exact.
   const double inverse = 1.0 / scale_;
-  bool found_inf = false;
+  // Whether a gradient holds inf or NaN, gathered per device as a bool tensor there: the host
+  // reads one value per device, not one per parameter.
+  std::vector<std::pair<Device, Tensor>> non_finite;
   int64_t index = 0;
   for (size_t g = 0; g < optimizer.num_groups(); ++g) {
     for (const Tensor& param : optimizer.group(g).params) {
@@ -75,13 +80,18 @@ void GradScaler::unscale_(Optimizer& optimizer) {
                     "let AutocastGuard cast them",
                     index);
         mul_(grad, inverse);
-        found_inf = found_inf || any(logical_not(isfinite(grad))).item<bool>();
+        const Tensor found = any(logical_not(isfinite(grad)));
+        auto same_device = [&](const auto& entry) { return entry.first == grad.device(); };
+        const auto entry = std::find_if(non_finite.begin(), non_finite.end(), same_device);
+        if (entry == non_finite.end()) non_finite.emplace_back(grad.device(), found);
+        else entry->second = logical_or(entry->second, found);
       }
       ++index;
     }
   }
   record.stage = Stage::Unscaled;
-  record.found_inf = found_inf;
+  record.found_inf = std::any_of(non_finite.begin(), non_finite.end(),
+                                 [](const auto& entry) { return entry.second.template item<bool>(); });
 }
 
 bool GradScaler::step(Optimizer& optimizer) {
