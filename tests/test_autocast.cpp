@@ -209,6 +209,8 @@ TEST_CASE("autocast: a 16-bit operand meets a float32 one in float32") {
       CHECK(op(high, low).dtype() == kFloat32);
     }
     CHECK(pow(low, high).dtype() == kFloat32);
+    // Comparisons widen alike (their result is bool).
+    for (const Binary op : std::initializer_list<Binary>{eq, ne, lt, le, gt, ge}) CHECK(op(low, high).dtype() == kBool);
     CHECK((low + high).dtype() == kFloat32);
     check_all(BinaryLeftDtypes::seen(), kFloat32);
     // bfloat16 beside float16 widens too; float64 beside float32 does not: that is no 16-bit

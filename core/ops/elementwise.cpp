@@ -279,6 +279,7 @@ Tensor pow(const Tensor& base, double exponent) {
 
 #define EMBER_PREDICATE(name, op)                                                                        \
   Tensor name(const Tensor& a, const Tensor& b) {                                                       \
+    if (auto cast = autocast::widest_operands(a, b)) return name((*cast)[0], (*cast)[1]);               \
     return autograd::non_differentiable(#name, binary_forward(op, a, b));                               \
   }                                                                                                     \
   Tensor name(const Tensor& a, double b) { return name(a, scalar_operand(a, b, #name)); }
