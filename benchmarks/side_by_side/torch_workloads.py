@@ -82,6 +82,31 @@ def compiled(model, mode):
 AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
+def autocast_for(device, precision):
+    """The autocast context of a step. A PyTorch that cannot autocast to the dtype on this device
+    refuses, or only warns and computes in float32: that would time another computation than
+    ember's, so either is an error here."""
+    dtype = AUTOCAST_DTYPES[precision]
+    try:
+        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+            on = torch.is_autocast_cpu_enabled() if device.type == "cpu" else torch.is_autocast_enabled()
+    except RuntimeError:  # PyTorch 1.13 on the CPU: "AutocastCPU only support Bfloat16"
+        on = False
+    if dtype is not None and not on:
+        raise SystemExit(f"error: --precision {precision}: PyTorch {torch.__version__} cannot autocast to {dtype} "
+                         f"on {device.type}")
+    return lambda: torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+
+def grad_scaler(device, enabled):
+    """torch.amp.GradScaler (PyTorch 2.3 and later), else the CUDA one older versions have."""
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device.type, enabled=enabled)
+    if enabled and device.type != "cuda":
+        raise SystemExit(f"error: --precision fp16: PyTorch {torch.__version__} has no GradScaler for {device.type}")
+    return torch.cuda.amp.GradScaler(enabled=enabled)
+
+
 def make_step(workload, batch, seq_len, d_model, heads, vocab, device, mode="eager", precision="fp32"):
     """The model, its AdamW, one fixed batch, and a function running one training step."""
     if workload == "classifier":
@@ -114,12 +139,12 @@ def make_step(workload, batch, seq_len, d_model, heads, vocab, device, mode="eag
     else:
         raise SystemExit(f"error: unknown workload '{workload}' (classifier, encoder-decoder)")
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    autocast_dtype = AUTOCAST_DTYPES[precision]
-    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+    autocast = autocast_for(device, precision)
+    scaler = grad_scaler(device, enabled=precision == "fp16")
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+        with autocast():
             loss = forward()
         scaler.scale(loss).backward()
         scaler.step(optimizer)
