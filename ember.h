@@ -7,6 +7,7 @@
 //   loss.backward();
 #pragma once
 
+#include "core/autocast.h"
 #include "core/autograd/function.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/hooks.h"

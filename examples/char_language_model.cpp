@@ -336,6 +336,9 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
 
   // Stage 4: the optimizer. AdamW decays the matrices only (not biases and LayerNorm gains).
   nn::AdamW optimizer(nn::weight_decay_groups(*model, recipe.weight_decay), {.lr = recipe.lr});
+  // --precision fp16 scales the loss; the scale is saved with the checkpoints.
+  const train::Precision precision = common.precision_choice();
+  nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
 
   const ValidationWindows validation = validation_windows(validation_ids, recipe.context);
   // Evaluation batches of about 8k characters: larger ones only cost memory (the attention
@@ -384,7 +387,9 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   int64_t step = 0;
   if (common.resume && total_steps > 0) {
     std::string found;
-    if (auto resumed = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found)) step = *resumed;
+    if (auto resumed = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found, &scaler)) {
+      step = *resumed;
+    }
     fmt::print("--resume: {} (of {} steps)\n", found, total_steps);
   }
   const int64_t start_step = step;
@@ -415,16 +420,24 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   // One training step: forward, backward, clip, update. Every batch has the same shape, so on a
   // GPU the step is captured once as a CUDA graph and replayed (nn/train/graphed_steps.h); the
   // schedule runs outside it, and a replay reads the rate it set. Returns the batch's loss.
+  // With --precision bf16 or fp16 the forward pass and the loss run under autocast; fp16 also
+  // scales the loss, and the gradients are unscaled before they are clipped.
   train::GraphedSteps forward_backward_update(
       [&](std::span<const Tensor> batch) {
         optimizer.zero_grad();
-        Tensor loss = model->loss(batch[0]);
-        loss.backward();
+        Tensor loss;
+        {
+          const AutocastGuard autocast = train::autocast_scope(precision, device.type);
+          loss = model->loss(batch[0]);
+        }
+        scaler.scale(loss).backward();
+        scaler.unscale_(optimizer);
         nn::clip_grad_norm_(model->parameters(), recipe.clip);
-        optimizer.step();
+        scaler.step(optimizer);
+        scaler.update();
         return loss;
       },
-      {.enabled = device.is_cuda() && common.cuda_graphs});
+      {.enabled = examples::cuda_graphs_apply(common, device)});
   auto train_step = [&](int64_t at_step) {
     const Tensor loss = forward_backward_update({training_batch(train_ids, at_step, recipe, common.seed, device)});
     scheduler->step();
@@ -483,7 +496,7 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
 
   // Stage 6: the loop. Each step reads a random batch; every eval_every steps (and at the last
   // one) the whole validation text is scored, a sample printed, and a checkpoint saved.
-  train::CheckpointSaver saver(checkpoint_path, request.eval_every, *model, optimizer, scheduler.get());
+  train::CheckpointSaver saver(checkpoint_path, request.eval_every, *model, optimizer, scheduler.get(), &scaler);
   train::ProgressBar progress(total_steps, {.label = "train", .unit = "chars"}, step);
   double val_loss = std::nan("");
   bool out_of_time = false;

@@ -374,6 +374,9 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
   // 5. Training. AdamW with decoupled weight decay on the matrices only (not on biases and
   //    LayerNorm gains), and a learning-rate schedule that needs the total number of steps.
   nn::AdamW optimizer(nn::weight_decay_groups(*model, recipe.weight_decay), {.lr = recipe.lr});
+  // --precision fp16 scales the loss; the scale is saved with the checkpoints.
+  const train::Precision precision = common.precision_choice();
+  nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
   // (A run too short for the warm-up warms up for half of its steps.)
   auto schedule_for = [&](int64_t total) {
     return std::make_shared<nn::WarmupCosine>(recipe.lr, std::min(recipe.warmup, total / 2), total);
@@ -395,7 +398,7 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
     total_steps = planned;
     scheduler = std::make_unique<nn::Scheduler>(optimizer, schedule_for(total_steps));
     std::string found;
-    start = *train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found);
+    start = *train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found, &scaler);
     fmt::print("--resume: {} (of {} steps)\n", found, total_steps);
   } else if (total_steps > 0) {
     scheduler = std::make_unique<nn::Scheduler>(optimizer, schedule_for(total_steps));
@@ -419,7 +422,7 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
   auto fix_step_count = [&](int64_t steps_done, bool show_progress) {
     write_json(config_path, config_json(recipe, total_steps, longest_word));
     saver = std::make_unique<train::CheckpointSaver>(checkpoint_path, recipe.eval_every, *model, optimizer,
-                                                     scheduler.get());
+                                                     scheduler.get(), &scaler);
     if (show_progress) {
       progress = std::make_unique<train::ProgressBar>(
           total_steps, train::ProgressBarOptions{.label = "train", .unit = "words"}, steps_done);
@@ -474,16 +477,23 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
   // shape is captured once as a CUDA graph and replayed after (nn/train/graphed_steps.h); words
   // and pronunciations are then padded to a multiple of 8 symbols (which divides kMaxPositions),
   // so the buckets make a few shapes. The schedule runs outside it: a replay reads its rate.
-  const bool graphs = device.is_cuda() && common.cuda_graphs;
+  // With --precision bf16 or fp16 the forward pass and the loss run under autocast; fp16 also
+  // scales the loss, and the gradients are unscaled before they are clipped.
+  const bool graphs = examples::cuda_graphs_apply(common, device);
   const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, kMaxPositions) : 1;
   train::GraphedSteps forward_backward_update(
       [&](std::span<const Tensor> batch) {  // letters, decoder input, next phonemes
-        const Tensor logits = model->forward(batch[0], batch[1]);
-        Tensor loss = nn::cross_entropy(logits, batch[2], loss_options);
+        Tensor loss;
+        {
+          const AutocastGuard autocast = train::autocast_scope(precision, device.type);
+          loss = nn::cross_entropy(model->forward(batch[0], batch[1]), batch[2], loss_options);
+        }
         optimizer.zero_grad();
-        loss.backward();
+        scaler.scale(loss).backward();
+        scaler.unscale_(optimizer);
         nn::clip_grad_norm_(parameters, recipe.clip_norm);
-        optimizer.step();
+        scaler.step(optimizer);
+        scaler.update();
         return loss;
       },
       {.enabled = graphs});

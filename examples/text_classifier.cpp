@@ -253,12 +253,16 @@ int main(int argc, char** argv) {
     nn::AdamW optimizer(nn::weight_decay_groups(model, weight_decay), {.lr = lr});
     nn::Scheduler scheduler(optimizer, std::make_shared<nn::WarmupCosine>(lr, steps_per_epoch, total_steps));
 
+    // --precision fp16 scales the loss; the scale is saved with the checkpoints.
+    const train::Precision precision = common.precision_choice();
+    nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
+
     train::CheckpointSaver saver(common.out_path("checkpoint.safetensors"), steps_per_epoch, model, optimizer,
-                                 &scheduler);
+                                 &scheduler, &scaler);
     std::optional<int64_t> resumed;
     if (common.resume) {
       std::string found;
-      resumed = train::resume_from(saver.path(), model, optimizer, &scheduler, &found);
+      resumed = train::resume_from(saver.path(), model, optimizer, &scheduler, &found, &scaler);
       fmt::print("--resume: {}\n", found);
     }
     train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "test_loss", "test_accuracy", "lr"}, resumed);
@@ -269,18 +273,23 @@ int main(int argc, char** argv) {
     // padded to a multiple of 8 tokens, so there are a few shapes (at most max_tokens: the
     // multiple divides it). The learning-rate schedule runs outside the step: a replay reads it.
     // Under mpirun the gradients are averaged over the ranks during backward, and a step is
-    // not captured as a graph (the averaging waits on the host).
+    // not captured as a graph (the averaging waits on the host). With --precision bf16 or fp16
+    // the forward pass and the loss run under autocast; fp16 also scales the loss.
     std::optional<nn::DistributedDataParallel> data_parallel;
     if (distributed::world_size() > 1) data_parallel.emplace(model);
-    const bool graphs = device.is_cuda() && common.cuda_graphs && !data_parallel;
+    const bool graphs = !data_parallel && examples::cuda_graphs_apply(common, device);
     const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, recipe.max_tokens) : 1;
     train::GraphedSteps train_step(
         [&](std::span<const Tensor> batch) {  // ids, padding mask, labels
-          const Tensor logits = model.forward(batch[0], batch[1]);
-          Tensor loss = cross_entropy(logits, batch[2]);
+          Tensor loss;
+          {
+            const AutocastGuard autocast = train::autocast_scope(precision, device.type);
+            loss = cross_entropy(model.forward(batch[0], batch[1]), batch[2]);
+          }
           optimizer.zero_grad();
-          loss.backward();
-          optimizer.step();
+          scaler.scale(loss).backward();
+          scaler.step(optimizer);
+          scaler.update();
           return loss;
         },
         {.enabled = graphs});

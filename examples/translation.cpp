@@ -560,9 +560,12 @@ int main(int argc, char** argv) {
       for (int64_t epoch = 0; epoch < recipe.epochs; ++epoch) total_steps += schedule.batches_in_epoch(epoch);
     }
     auto scheduler = std::make_unique<nn::Scheduler>(optimizer, make_schedule(total_steps));
+    // --precision fp16 scales the loss; the scale is saved with the checkpoints.
+    const train::Precision precision = common.precision_choice();
+    nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
     if (resuming) {
       std::string found;
-      resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found);
+      resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found, &scaler);
       fmt::print("--resume: {}\n", found);
     }
 
@@ -571,10 +574,12 @@ int main(int argc, char** argv) {
     // sentences are then padded to a multiple of 8 tokens (which divides kMaxPositions), so the
     // buckets make a few shapes. The schedule runs outside it: a replay reads the rate it set.
     // Under mpirun the gradients are averaged over the ranks during backward (before the
-    // clipping), and a step is not captured as a graph (the averaging waits on the host).
+    // clipping), and a step is not captured as a graph (the averaging waits on the host). With
+    // --precision bf16 or fp16 the forward pass and the loss run under autocast; fp16 also
+    // scales the loss, and the gradients are unscaled before they are clipped.
     std::optional<nn::DistributedDataParallel> data_parallel;
     if (distributed::world_size() > 1) data_parallel.emplace(*model);
-    const bool graphs = device.is_cuda() && common.cuda_graphs && !data_parallel;
+    const bool graphs = !data_parallel && examples::cuda_graphs_apply(common, device);
     const int64_t length_multiple = graphs ? std::gcd<int64_t>(8, kMaxPositions) : 1;
     train::GraphedSteps forward_backward_update(
         [&](std::span<const Tensor> batch) {  // source, target
@@ -582,13 +587,19 @@ int main(int argc, char** argv) {
           const Tensor& target = batch[1];
           const int64_t length = target.size(1) - 1;
           optimizer.zero_grad();
-          const Tensor logits = model->forward(source, target.narrow(1, 0, length));
           const Tensor labels = target.narrow(1, 1, length).contiguous();
-          Tensor loss = nn::cross_entropy(logits, labels,
-                                          {.ignore_index = pad_id, .label_smoothing = recipe.label_smoothing});
-          loss.backward();
+          Tensor loss;
+          {
+            const AutocastGuard autocast = train::autocast_scope(precision, device.type);
+            const Tensor logits = model->forward(source, target.narrow(1, 0, length));
+            loss = nn::cross_entropy(logits, labels,
+                                     {.ignore_index = pad_id, .label_smoothing = recipe.label_smoothing});
+          }
+          scaler.scale(loss).backward();
+          scaler.unscale_(optimizer);
           nn::clip_grad_norm_(model->parameters(), 1.0);
-          optimizer.step();
+          scaler.step(optimizer);
+          scaler.update();
           return loss;
         },
         {.enabled = graphs});
@@ -670,7 +681,7 @@ int main(int argc, char** argv) {
     const EncodedPairs eval_pairs = subset(test_pairs, eval_indices);
     const std::vector<int64_t> shown = {1, eval_count / 2, eval_count - 2};  // the sentences printed each time
 
-    train::CheckpointSaver saver(checkpoint_path, eval_every, *model, optimizer, scheduler.get());
+    train::CheckpointSaver saver(checkpoint_path, eval_every, *model, optimizer, scheduler.get(), &scaler);
     train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "test_loss", "bleu_greedy", "lr", "elapsed_s"},
                           resumed_step);
     train::ProgressBar progress(total_steps, {.label = "train", .unit = "tok"}, step);

@@ -1,5 +1,5 @@
-// One safetensors file with four sections, told apart by key prefix: "model.", "optimizer.",
-// "scheduler." and "training." (the step and the generator's seed and offset).
+// One safetensors file with up to five sections, told apart by key prefix: "model.", "optimizer.",
+// "scheduler.", "grad_scaler." and "training." (the step and the generator's seed and offset).
 #include "nn/checkpoint.h"
 
 #include <bit>
@@ -39,11 +39,12 @@ int64_t read_int(const StateDict& section, const std::string& key, const std::st
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Module& model, const Optimizer& optimizer,
-                     const Scheduler* scheduler, int64_t step) {
+                     const Scheduler* scheduler, int64_t step, const GradScaler* scaler) {
   StateDict file;
   add_section(file, "model.", model.state_dict());
   add_section(file, "optimizer.", optimizer.state_dict());
   if (scheduler != nullptr) add_section(file, "scheduler.", scheduler->state_dict());
+  if (scaler != nullptr) add_section(file, "grad_scaler.", scaler->state_dict());
   const PhiloxState rng = Generator::global().state();
   file["training.step"] = tensor({step}, {});
   file["training.rng_seed"] = unsigned_scalar(rng.seed);
@@ -51,7 +52,8 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
   save_safetensors(path, file, {{"format", kFormat}});
 }
 
-int64_t load_checkpoint(const std::string& path, Module& model, Optimizer& optimizer, Scheduler* scheduler) {
+int64_t load_checkpoint(const std::string& path, Module& model, Optimizer& optimizer, Scheduler* scheduler,
+                        GradScaler* scaler) {
   std::map<std::string, std::string> metadata;
   const StateDict file = load_safetensors(path, &metadata);
   EMBER_CHECK(metadata["format"] == kFormat, "load_checkpoint: {} is not an ember checkpoint (format '{}', expected '{}')",
@@ -69,6 +71,8 @@ int64_t load_checkpoint(const std::string& path, Module& model, Optimizer& optim
     model.load_state_dict(take_section(file, "model."));
     optimizer.load_state_dict(take_section(file, "optimizer."));
     if (scheduler != nullptr) scheduler->load_state_dict(scheduler_state);
+    const StateDict scaler_state = take_section(file, "grad_scaler.");
+    if (scaler != nullptr && scaler->is_enabled() && !scaler_state.empty()) scaler->load_state_dict(scaler_state);
   } catch (const Error& error) {
     fail("load_checkpoint: {}: {}", path, error.what());
   }

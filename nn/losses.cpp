@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/autocast.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -46,6 +47,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index, Reduction reduction) {
+  if (auto cast = autocast::float32_operands(log_probs)) return nll_loss((*cast)[0], targets, ignore_index, reduction);
   EMBER_CHECK(log_probs.defined() && targets.defined(), "nll_loss: log_probs or targets is undefined");
   EMBER_CHECK(is_floating_point(log_probs.dtype()), "nll_loss: log_probs must be floating point, got {}",
               log_probs.dtype());
@@ -73,6 +75,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_i
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (auto cast = autocast::float32_operands(input, target)) return mse_loss((*cast)[0], (*cast)[1], reduction);
   check_same_shape_and_dtype("mse_loss", "input", input, "target", target);
   const Tensor difference = sub(input, target);
   return apply_reduction(mul(difference, difference), reduction, static_cast<double>(input.numel()));
@@ -80,6 +83,9 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, Reduction reduction,
                                         const Tensor& pos_weight) {
+  if (auto cast = autocast::float32_operands(logits, targets, pos_weight)) {
+    return binary_cross_entropy_with_logits((*cast)[0], (*cast)[1], reduction, (*cast)[2]);
+  }
   check_same_shape_and_dtype("binary_cross_entropy_with_logits", "logits", logits, "targets", targets);
   const double count = static_cast<double>(logits.numel());
   // log(1 + exp(-|x|)) never overflows: its exp argument is at most 0.

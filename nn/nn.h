@@ -13,6 +13,7 @@
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/feed_forward.h"
+#include "nn/grad_scaler.h"
 #include "nn/gradient_buckets.h"
 #include "nn/init.h"
 #include "nn/layer_norm.h"

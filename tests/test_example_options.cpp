@@ -75,6 +75,39 @@ TEST_CASE("an unknown device is an error message and exit code 1, not a crash") 
   CHECK(errors.text.str() == "error: --device: unknown device 'gpu' (expected cpu, cuda or cuda:N)\n");
 }
 
+TEST_CASE("--precision is fp32 unless asked; bf16 and fp16 are accepted, anything else named in an error") {
+  {
+    examples::CommonOptions common;
+    CHECK(run({}, common, [] {}) == 0);
+    CHECK(common.precision_choice() == train::Precision::Float32);
+  }
+  for (const auto& [name, precision] : {std::pair{"bf16", train::Precision::BFloat16},
+                                        std::pair{"fp16", train::Precision::Float16}}) {
+    examples::CommonOptions common;
+    CHECK(run({"--precision", name}, common, [] {}) == 0);
+    CHECK(common.precision_choice() == precision);
+    CHECK(train::precision_name(precision) == name);
+  }
+  examples::CommonOptions common;
+  CapturedErrors errors;
+  const int code = run({"--precision", "fp64"}, common, [&] { examples::setup_run(common); });
+  CHECK(code == 1);
+  CHECK(errors.text.str() == "error: --precision: unknown precision 'fp64' (expected fp32, bf16 or fp16)\n");
+}
+
+TEST_CASE("fp16 turns CUDA graphs off, bf16 and fp32 keep them; the CPU never has them") {
+  examples::CommonOptions common;
+  CHECK_FALSE(examples::cuda_graphs_apply(common, kCPU));
+  CHECK(examples::cuda_graphs_apply(common, Device::cuda()));
+  common.precision = "bf16";
+  CHECK(examples::cuda_graphs_apply(common, Device::cuda()));
+  common.precision = "fp16";
+  CHECK_FALSE(examples::cuda_graphs_apply(common, Device::cuda()));
+  common.precision = "bf16";
+  common.cuda_graphs = false;
+  CHECK_FALSE(examples::cuda_graphs_apply(common, Device::cuda()));
+}
+
 TEST_CASE("a command-line error prints CLI11's message after 'error:' and returns CLI11's code") {
   examples::CommonOptions common;
   CapturedErrors errors;

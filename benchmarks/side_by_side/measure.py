@@ -77,6 +77,7 @@ def compare(args, workload, batch):
     summary["steal"] = steal_share(times_before, cpu_times())
     summary["discarded_rounds"] = discarded
     summary["allow_tf32"] = args.allow_tf32
+    summary["precision"] = args.precision
     if args.device != "cpu":
         summary["torch_modes"] = torch_compiled_modes(args, workload, config, steps)
     return summary

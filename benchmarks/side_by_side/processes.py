@@ -10,6 +10,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
+def results_path(args, name):
+    """benchmarks/RESULTS.md and RESULTS-cuda.md hold float32 runs; another precision's go beside
+    them (RESULTS-bf16.md, RESULTS-cuda-fp16.md)."""
+    suffix = "" if args.precision == "fp32" else f"-{args.precision}"
+    return os.path.join(HERE, "..", f"{name}{suffix}.md")
+
+
 def run_json(command, env=None):
     """Runs a benchmark process and returns the JSON object it prints last."""
     done = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -19,7 +26,9 @@ def run_json(command, env=None):
 
 
 def device_flags(args):
-    return ["--device", args.device] + (["--allow-tf32"] if args.allow_tf32 else [])
+    """The flags both halves take alike: the device, TF32, and the precision (autocast)."""
+    return (["--device", args.device] + (["--allow-tf32"] if args.allow_tf32 else [])
+            + (["--precision", args.precision] if args.precision != "fp32" else []))
 
 
 def train_step_has(args, flag):

@@ -1,6 +1,15 @@
 """What the CPU and GPU reports share: a bar's verdict and the table of ember's profiled step."""
 
 
+def precision_line(args):
+    """What the step's arithmetic was, in both libraries (--precision)."""
+    if args.precision == "fp32":
+        return "- precision: float32 throughout (--precision fp32)"
+    dtype = {"bf16": "bfloat16", "fp16": "float16 with loss scaling"}[args.precision]
+    return (f"- precision: forward pass and loss under autocast to {dtype} in both libraries (--precision "
+            f"{args.precision}); parameters, gradients and AdamW in float32")
+
+
 def verdict(ok):
     return "met" if ok else "**not met**"
 

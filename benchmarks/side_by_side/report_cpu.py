@@ -3,7 +3,7 @@ goes, the warm-step checks, the sweep and the bars."""
 import statistics
 
 from machine import cpu_times, steal_share
-from report_common import profile_section, verdict
+from report_common import precision_line, profile_section, verdict
 
 
 def report(args, info, ceiling, summaries, sweep_rows):
@@ -18,6 +18,7 @@ def report(args, info, ceiling, summaries, sweep_rows):
         f"{info['load_before']}")
     say(f"- each workload: {args.rounds} round{'s' if args.rounds > 1 else ''}, each a fresh ember process then a fresh PyTorch process, "
         f"{args.warmup} warm-up and {args.steps} timed steps each; the median is over all timed steps")
+    say(precision_line(args))
     sizes = ", ".join("n={}: {:.0f}".format(size["n"], size["gflops"]) for size in ceiling["sizes"])
     others = ", ".join(f"{m['sgemm_gflops']:.0f}" for m in ceiling["measurements"])
     say(f"- sgemm ceiling (cblas_sgemm alone, square sizes, best of each): {ceiling['sgemm_gflops']:.0f} GFLOP/s "

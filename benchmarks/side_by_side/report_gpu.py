@@ -2,11 +2,10 @@
 without TF32, MFU, where ember's step goes, the warm-step checks and the bars; written from a
 run's measurements or from runs saved earlier (--save, --report-from)."""
 import json
-import os
 
 from flops import gpu_peak_tflops
-from processes import HERE
-from report_common import profile_section, verdict
+from processes import results_path
+from report_common import precision_line, profile_section, verdict
 
 
 # The GPU bars, as ms/step PyTorch measured on an H100 (float32 without TF32, PyTorch 2.11),
@@ -56,7 +55,9 @@ def report_gpu(args, info, summaries):
         f"process, {args.warmup} warm-up and {args.steps} timed steps each; PyTorch compiled "
         f"({', '.join(args.torch_modes)}) one run each, without TF32 only; a step ends when its loss is read back "
         "(item()), so the time is the GPU's")
-    say(f"- ember's steps {'replayed as CUDA graphs (--cuda-graphs)' if args.ember_graphs else 'run op by op'}")
+    say(f"- ember's steps {'replayed as CUDA graphs (--cuda-graphs)' if args.ember_graphs else 'run op by op'}"
+        f"{' (not in fp16: the loss scaler decides on the host whether to step)' if args.precision == 'fp16' else ''}")
+    say(precision_line(args))
     say("")
     for allow_tf32 in sorted({s["allow_tf32"] for s in summaries}):
         group = [s for s in summaries if s["allow_tf32"] == allow_tf32]
@@ -144,7 +145,8 @@ def write_gpu_report_from(args):
     args.ember_graphs = all(run["ember_graphs"] for run in runs)
     settings = {s["allow_tf32"] for s in summaries}
     args.tf32 = "both" if len(settings) == 2 else ("on" if True in settings else "off")
+    args.precision = summaries[0].get("precision", "fp32")
     text = report_gpu(args, runs[0]["info"], summaries)
     print(text)
-    with open(os.path.join(HERE, "..", f"RESULTS-{args.device.split(':')[0]}.md"), "w") as f:
+    with open(results_path(args, f"RESULTS-{args.device.split(':')[0]}"), "w") as f:
         f.write(text + "\n")

@@ -3,6 +3,7 @@
     python3 benchmarks/side_by_side/side_by_side.py              # CPU: table, sweep, RESULTS.md
     python3 benchmarks/side_by_side/side_by_side.py --quick      # fewer rounds, no sweep, no file
     python3 benchmarks/side_by_side/side_by_side.py --device cuda   # GPU: batch 32 and 128, RESULTS-cuda.md
+    python3 benchmarks/side_by_side/side_by_side.py --device cuda --precision bf16   # autocast: RESULTS-cuda-bf16.md
 
 For each reference workload it first finds PyTorch's best thread setting, then runs ember's
 train_step and PyTorch's torch_workloads.py alternately, several rounds, each in a fresh
@@ -26,7 +27,7 @@ import os
 
 from machine import machine
 from measure import compare
-from processes import HERE, ROOT, run_json, train_step_has
+from processes import ROOT, results_path, run_json, train_step_has
 from report_cpu import report
 from report_gpu import report_gpu, write_gpu_report_from
 from sweep import sweep, write_sweep
@@ -57,6 +58,9 @@ def main():
                         help="PyTorch's compiled modes also timed on a GPU, without TF32")
     parser.add_argument("--no-ember-graphs", dest="ember_graphs", action="store_false",
                         help="on a GPU, time ember's step op by op instead of replayed as a CUDA graph")
+    parser.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                        help="both libraries: float32, or the forward pass and loss under autocast to bfloat16 "
+                             "or float16 (float16 with loss scaling; ember then replays no CUDA graph)")
     parser.add_argument("--peak-tflops", type=float, help="the GPU's peak for MFU, if its name is not known")
     parser.add_argument("--save", metavar="JSON", help="on a GPU: also write the measurements to this file")
     parser.add_argument("--report-from", metavar="JSON", nargs="+",
@@ -87,7 +91,7 @@ def main():
         text = report_gpu(args, info, summaries)
         print(text)
         if not args.quick:
-            with open(os.path.join(HERE, "..", f"RESULTS-{args.device.split(':')[0]}.md"), "w") as f:
+            with open(results_path(args, f"RESULTS-{args.device.split(':')[0]}"), "w") as f:
                 f.write(text + "\n")
         return
     # The ceiling is measured before and after each workload and after the sweep, and the best
@@ -116,7 +120,7 @@ def main():
     if not args.quick:
         if sweep_rows:
             write_sweep(sweep_rows, args.build)
-        with open(os.path.join(HERE, "..", "RESULTS.md"), "w") as f:
+        with open(results_path(args, "RESULTS"), "w") as f:
             f.write(text + "\n")
 
 

@@ -77,7 +77,37 @@ def compiled(model, mode):
     return model if MODES[mode] is None else torch.compile(model, mode=MODES[mode])
 
 
-def make_step(workload, batch, seq_len, d_model, heads, vocab, device, mode="eager"):
+# --precision: the autocast dtype of the forward pass and the loss (None: float32 throughout),
+# as ember's train_step --precision. fp16 also scales the loss with a GradScaler.
+AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def autocast_for(device, precision):
+    """The autocast context of a step. A PyTorch that cannot autocast to the dtype on this device
+    refuses, or only warns and computes in float32: that would time another computation than
+    ember's, so either is an error here."""
+    dtype = AUTOCAST_DTYPES[precision]
+    try:
+        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+            on = torch.is_autocast_cpu_enabled() if device.type == "cpu" else torch.is_autocast_enabled()
+    except RuntimeError:  # PyTorch 1.13 on the CPU: "AutocastCPU only support Bfloat16"
+        on = False
+    if dtype is not None and not on:
+        raise SystemExit(f"error: --precision {precision}: PyTorch {torch.__version__} cannot autocast to {dtype} "
+                         f"on {device.type}")
+    return lambda: torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+
+def grad_scaler(device, enabled):
+    """torch.amp.GradScaler (PyTorch 2.3 and later), else the CUDA one older versions have."""
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device.type, enabled=enabled)
+    if enabled and device.type != "cuda":
+        raise SystemExit(f"error: --precision fp16: PyTorch {torch.__version__} has no GradScaler for {device.type}")
+    return torch.cuda.amp.GradScaler(enabled=enabled)
+
+
+def make_step(workload, batch, seq_len, d_model, heads, vocab, device, mode="eager", precision="fp32"):
     """The model, its AdamW, one fixed batch, and a function running one training step."""
     if workload == "classifier":
         seq_len = seq_len or 128
@@ -109,12 +139,16 @@ def make_step(workload, batch, seq_len, d_model, heads, vocab, device, mode="eag
     else:
         raise SystemExit(f"error: unknown workload '{workload}' (classifier, encoder-decoder)")
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    autocast = autocast_for(device, precision)
+    scaler = grad_scaler(device, enabled=precision == "fp16")
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = forward()
-        loss.backward()
-        optimizer.step()
+        with autocast():
+            loss = forward()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
         return loss.item()  # waits for the step, on any device
 
     return model, step, tokens
@@ -151,6 +185,8 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--allow-tf32", action="store_true", help="let CUDA float32 matmuls use TF32 tensor cores")
     parser.add_argument("--mode", default="eager", choices=list(MODES), help="eager, compiled, or compiled with CUDA graphs")
+    parser.add_argument("--precision", default="fp32", choices=list(AUTOCAST_DTYPES),
+                        help="float32, or autocast to bfloat16 or float16 (float16 with a GradScaler)")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -162,7 +198,7 @@ def main():
         torch.backends.cudnn.allow_tf32 = args.allow_tf32
         torch.cuda.reset_peak_memory_stats()
     model, step, tokens = make_step(args.workload, args.batch, args.seq_len, args.d_model, args.heads,
-                                    args.vocab, device, args.mode)
+                                    args.vocab, device, args.mode, args.precision)
     for _ in range(args.warmup):
         step()
     before = resource.getrusage(resource.RUSAGE_SELF)
@@ -181,6 +217,7 @@ def main():
         "version": torch.__version__,
         "workload": args.workload,
         "device": str(device),
+        "precision": args.precision,
         "batch": args.batch,
         "tokens_per_step": tokens,
         "parameters": sum(p.numel() for p in model.parameters()),

@@ -86,7 +86,7 @@ double sgemm_ceiling_now() { return std::max(sgemm_gflops(1024, 4), sgemm_gflops
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string workload_name = "classifier", device_name = "cpu";
+  std::string workload_name = "classifier", device_name = "cpu", precision_name = "fp32";
   ember::bench::WorkloadSizes sizes;
   int steps = 10, warmup = 3, threads = 0;
   bool profile = false, ceiling = false, allow_tf32 = false, cuda_graphs = false;
@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
   app.add_option("--d-model", sizes.d_model, "model width (heads stay 4, d_ff 4 x d_model)")->capture_default_str();
   app.add_option("--threads", threads, "OpenMP threads (0: all cores)")->capture_default_str();
   app.add_option("--device", device_name, "cpu or cuda")->capture_default_str();
+  app.add_option("--precision", precision_name, "fp32, or autocast to bf16 or fp16 (fp16 with loss scaling)")
+      ->capture_default_str();
   app.add_flag("--profile", profile, "also time every op over the timed steps (CPU kernels only)");
   app.add_flag("--allow-tf32", allow_tf32, "let CUDA float32 matrix products use TF32 tensor cores");
   app.add_flag("--cuda-graphs", cuda_graphs,
@@ -115,8 +117,14 @@ int main(int argc, char** argv) {
     }
     ember::manual_seed(0);
     const ember::Device device = ember::train::parse_device(device_name);
+    const ember::train::Precision precision = ember::train::parse_precision(precision_name);
     ember::cuda::set_allow_tf32(allow_tf32);
-    std::unique_ptr<Workload> workload = ember::bench::make_workload(workload_name, sizes, device);
+    std::unique_ptr<Workload> workload = ember::bench::make_workload(workload_name, sizes, device, precision);
+    if (cuda_graphs && ember::train::needs_loss_scaling(precision)) {
+      // The loss scaler decides on the host whether to step, which a replayed graph cannot.
+      fmt::print(stderr, "--precision fp16: CUDA graphs off (the loss scaler decides on the host whether to step)\n");
+      cuda_graphs = false;
+    }
     int64_t parameters = 0;
     for (const ember::Tensor& p : workload->model().parameters()) parameters += p.numel();
 
@@ -161,6 +169,7 @@ int main(int argc, char** argv) {
         {"library", "ember"},
         {"workload", workload_name},
         {"device", device.str()},
+        {"precision", precision_name},
         {"batch", sizes.batch},
         {"tokens_per_step", workload->tokens_per_step()},
         {"parameters", parameters},

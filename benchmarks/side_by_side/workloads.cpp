@@ -4,6 +4,20 @@
 #include "side_by_side/workloads.h"
 
 namespace ember::bench {
+
+Tensor Workload::train_step(nn::Optimizer& optimizer, Device device, const std::function<Tensor()>& loss_of) {
+  optimizer.zero_grad();
+  Tensor loss;
+  {
+    const AutocastGuard autocast = train::autocast_scope(precision_, device.type);
+    loss = loss_of();
+  }
+  scaler_.scale(loss).backward();
+  scaler_.step(optimizer);
+  scaler_.update();
+  return loss;
+}
+
 namespace {
 
 // Token ids drawn uniformly from the vocabulary, away from the ids tokenizers reserve.
@@ -15,7 +29,8 @@ Tensor random_ids(int64_t batch, int64_t length, int64_t vocab, Device device) {
 // first token's state, dropout and a 4-way linear head.
 class ClassifierWorkload final : public Workload {
  public:
-  ClassifierWorkload(const WorkloadSizes& sizes, Device device) {
+  ClassifierWorkload(const WorkloadSizes& sizes, Device device, train::Precision precision)
+      : Workload(precision), device_(device) {
     const int64_t seq_len = sizes.seq_len > 0 ? sizes.seq_len : 128;
     nn::TransformerClassifierOptions options;
     options.vocab_size = sizes.vocab > 0 ? sizes.vocab : 8192;
@@ -36,16 +51,13 @@ class ClassifierWorkload final : public Workload {
   }
 
   Tensor queue_step() override {
-    optimizer_->zero_grad();
-    Tensor loss = nn::cross_entropy(model_->forward(ids_), labels_);
-    loss.backward();
-    optimizer_->step();
-    return loss;
+    return train_step(*optimizer_, device_, [&] { return nn::cross_entropy(model_->forward(ids_), labels_); });
   }
   nn::Module& model() override { return *model_; }
   int64_t tokens_per_step() const override { return ids_.numel(); }
 
  private:
+  Device device_;
   std::shared_ptr<nn::TransformerClassifier> model_;
   std::unique_ptr<nn::AdamW> optimizer_;
   Tensor ids_, labels_;
@@ -56,7 +68,8 @@ class ClassifierWorkload final : public Workload {
 // mask; cross-entropy with label smoothing 0.1. No padding: every sequence is full length.
 class EncoderDecoderWorkload final : public Workload {
  public:
-  EncoderDecoderWorkload(const WorkloadSizes& sizes, Device device) {
+  EncoderDecoderWorkload(const WorkloadSizes& sizes, Device device, train::Precision precision)
+      : Workload(precision), device_(device) {
     const int64_t seq_len = sizes.seq_len > 0 ? sizes.seq_len : 64;
     const int64_t vocab = sizes.vocab > 0 ? sizes.vocab : 8000;
     nn::TransformerOptions options;
@@ -82,18 +95,16 @@ class EncoderDecoderWorkload final : public Workload {
   }
 
   Tensor queue_step() override {
-    optimizer_->zero_grad();
-    const Tensor logits = model_->forward(source_, target_in_);
-    Tensor loss = nn::cross_entropy(logits.reshape({-1, logits.sizes().back()}), target_out_,
-                                    {.label_smoothing = 0.1});
-    loss.backward();
-    optimizer_->step();
-    return loss;
+    return train_step(*optimizer_, device_, [&] {
+      const Tensor logits = model_->forward(source_, target_in_);
+      return nn::cross_entropy(logits.reshape({-1, logits.sizes().back()}), target_out_, {.label_smoothing = 0.1});
+    });
   }
   nn::Module& model() override { return *model_; }
   int64_t tokens_per_step() const override { return source_.numel() + target_in_.numel(); }
 
  private:
+  Device device_;
   std::shared_ptr<nn::Transformer> model_;
   std::unique_ptr<nn::AdamW> optimizer_;
   Tensor source_, target_in_, target_out_;
@@ -101,9 +112,10 @@ class EncoderDecoderWorkload final : public Workload {
 
 }  // namespace
 
-std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadSizes& sizes, Device device) {
-  if (name == "classifier") return std::make_unique<ClassifierWorkload>(sizes, device);
-  if (name == "encoder-decoder") return std::make_unique<EncoderDecoderWorkload>(sizes, device);
+std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadSizes& sizes, Device device,
+                                        train::Precision precision) {
+  if (name == "classifier") return std::make_unique<ClassifierWorkload>(sizes, device, precision);
+  if (name == "encoder-decoder") return std::make_unique<EncoderDecoderWorkload>(sizes, device, precision);
   fail("make_workload: unknown workload '{}' (classifier, encoder-decoder)", name);
 }
 

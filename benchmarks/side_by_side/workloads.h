@@ -1,9 +1,12 @@
 // The two reference workloads of the side-by-side benchmark, built with ember: the transformer
 // classifier and the encoder-decoder, with the sizes torch_workloads.py gives PyTorch's
 // versions. A workload owns its model, optimizer and one fixed batch; step() is one training
-// step (forward, loss, backward, AdamW) and returns the loss.
+// step (forward, loss, backward, AdamW) and returns the loss. With --precision bf16 or fp16 the
+// forward pass and the loss run under autocast, and fp16 scales the loss (nn::GradScaler), as
+// torch_workloads.py does with torch.autocast and torch.amp.GradScaler.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,6 +26,8 @@ struct WorkloadSizes {
 
 class Workload {
  public:
+  explicit Workload(train::Precision precision)
+      : precision_(precision), scaler_({.enabled = train::needs_loss_scaling(precision)}) {}
   virtual ~Workload() = default;
   // One training step, queued: the loss stays on the device (no host wait), so the step can be
   // captured in a CUDA graph.
@@ -32,9 +37,19 @@ class Workload {
   virtual nn::Module& model() = 0;
   // Tokens one step reads: batch x sequence length (source and target for the encoder-decoder).
   virtual int64_t tokens_per_step() const = 0;
+
+ protected:
+  // The step every workload takes: zero the gradients, forward and loss (`loss_of`) under the
+  // precision's autocast, backward of the (scaled) loss, the optimizer's step.
+  Tensor train_step(nn::Optimizer& optimizer, Device device, const std::function<Tensor()>& loss_of);
+
+ private:
+  train::Precision precision_;
+  nn::GradScaler scaler_;
 };
 
 // "classifier" or "encoder-decoder"; anything else throws ember::Error.
-std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadSizes& sizes, Device device);
+std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadSizes& sizes, Device device,
+                                        train::Precision precision = train::Precision::Float32);
 
 }  // namespace ember::bench

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/autocast.h"
 #include "core/autograd/hooks.h"
 #include "core/autograd/record.h"
 #include "core/ops/elementwise.h"
@@ -100,6 +101,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
               root.dtype(), root.device());
 
   NoGradGuard no_grad;  // gradients are computed without building a graph of their own
+  autocast::detail::Suspend no_autocast;  // each backward computes in the dtypes its forward saw
   detail::CallbackScope callbacks;
   const bool hooks = detail::has_post_accumulate_grad_hooks();
   if (root.is_leaf()) {

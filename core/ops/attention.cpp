@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/autocast.h"
 #include "core/autograd/record.h"
 #include "core/cpu/blas.h"
 #include "core/ops/copy.h"
@@ -202,16 +203,30 @@ Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
       });
 }
 
+// The same options with another mask (autocast's cast of it).
+AttentionOptions with_mask(const AttentionOptions& options, const Tensor& mask) {
+  AttentionOptions result = options;
+  result.attn_mask = mask;
+  return result;
+}
+
 }  // namespace
 
 AttentionResult scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v,
                                                           const AttentionOptions& options) {
+  if (auto cast = autocast::product_operands(q, k, v, options.attn_mask)) {
+    const AttentionOptions cast_options = with_mask(options, (*cast)[3]);
+    return scaled_dot_product_attention_with_weights((*cast)[0], (*cast)[1], (*cast)[2], cast_options);
+  }
   check_attention_inputs(q, k, v, options);
   return composed_attention(q, k, v, options);
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options) {
+  if (auto cast = autocast::product_operands(q, k, v, options.attn_mask)) {
+    return scaled_dot_product_attention((*cast)[0], (*cast)[1], (*cast)[2], with_mask(options, (*cast)[3]));
+  }
   check_attention_inputs(q, k, v, options);
   if (fused_kernels_apply(q, k, v, options)) return fused_attention(q, k, v, options);
   return composed_attention(q, k, v, options).output;

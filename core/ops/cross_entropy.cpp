@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/record.h"
 #include "core/cpu/row_loops.h"
@@ -137,6 +138,7 @@ Tensor counted_targets(const Tensor& targets, int64_t ignore_index, DType dtype)
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOptions options) {
+  if (auto cast = autocast::float32_operands(logits)) return cross_entropy((*cast)[0], targets, options);
   EMBER_CHECK(logits.defined() && targets.defined(), "cross_entropy: logits or targets is undefined");
   EMBER_CHECK(is_floating_point(logits.dtype()), "cross_entropy: logits must be floating point, got {}",
               logits.dtype());

@@ -6,6 +6,7 @@
 #include <array>
 #include <string>
 
+#include "core/autocast.h"
 #include "core/ops/matmul.h"
 #include "core/ops/reduce.h"
 #include "core/ops/views.h"
@@ -92,6 +93,7 @@ Tensor sum_unused(const Tensor& x, std::string& term, const std::string& keep1, 
 }  // namespace
 
 Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
+  if (auto cast = autocast::product_operands(operands)) return einsum(equation, *cast);
   Equation eq = parse(equation, operands.size());
   std::array<int64_t, 128> letter_size;
   letter_size.fill(-1);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/autocast.h"
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
 #include "core/dispatch.h"
@@ -172,6 +173,7 @@ Tensor sum_to(const Tensor& gradient, const Shape& shape) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return add((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Add, a, b);
   // Without broadcasting the gradient passes through as is, and a closure with no captures
   // records without allocating.
@@ -184,6 +186,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return sub((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Sub, a, b);
   if (a.sizes() == b.sizes()) {
     return autograd::record("sub", out, {a, b}, [](const Tensor& grad) { return autograd::grads(grad, neg(grad)); });
@@ -194,6 +197,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return mul((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Mul, a, b);
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
   return autograd::record("mul", out, {a, b},
@@ -206,6 +210,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return div((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Div, a, b);
   return autograd::record("div", out, {a, b},
                           [sb = autograd::save(b), so = autograd::save(out), shape_a = a.sizes(),
@@ -219,6 +224,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& base, const Tensor& exponent) {
+  if (auto cast = autocast::widest_operands(base, exponent)) return pow((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Pow, base, exponent);
   return autograd::record(
       "pow", out, {base, exponent},
@@ -234,6 +240,7 @@ Tensor pow(const Tensor& base, const Tensor& exponent) {
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return maximum((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Maximum, a, b);
   return autograd::record("maximum", out, {a, b},
                           [sa = autograd::save(a), sb = autograd::save(b)](const Tensor& grad) {
@@ -242,6 +249,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::widest_operands(a, b)) return minimum((*cast)[0], (*cast)[1]);
   Tensor out = binary_forward(BinaryOp::Minimum, a, b);
   return autograd::record("minimum", out, {a, b},
                           [sa = autograd::save(a), sb = autograd::save(b)](const Tensor& grad) {
@@ -276,6 +284,7 @@ Tensor pow(const Tensor& base, double exponent) {
 
 #define EMBER_PREDICATE(name, op)                                                                        \
   Tensor name(const Tensor& a, const Tensor& b) {                                                       \
+    if (auto cast = autocast::widest_operands(a, b)) return name((*cast)[0], (*cast)[1]);               \
     return autograd::non_differentiable(#name, binary_forward(op, a, b));                               \
   }                                                                                                     \
   Tensor name(const Tensor& a, double b) { return name(a, scalar_operand(a, b, #name)); }

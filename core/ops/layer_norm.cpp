@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/autocast.h"
 #include "core/autograd/record.h"
 #include "core/cpu/row_loops.h"
 #include "core/ops/copy.h"
@@ -185,6 +186,9 @@ void check_parameter(const Tensor& parameter, const char* role, const Tensor& x,
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  if (auto cast = autocast::float32_operands(x, weight, bias)) {
+    return layer_norm((*cast)[0], normalized_shape, (*cast)[1], (*cast)[2], eps);
+  }
   EMBER_CHECK(x.defined(), "layer_norm: input is undefined");
   EMBER_CHECK(is_floating_point(x.dtype()), "layer_norm: expected a floating point input, got {}", x.dtype());
   const int64_t k = static_cast<int64_t>(normalized_shape.size());

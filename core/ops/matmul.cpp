@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/autocast.h"
 #include "core/autograd/record.h"
 #include "core/cpu/blas.h"
 #include "core/ops/copy.h"
@@ -195,6 +196,7 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in, const Shape& batch
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::product_operands(a, b)) return matmul((*cast)[0], (*cast)[1]);
   check_pair("matmul", a, b);
   EMBER_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least one dim, got shapes {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
@@ -250,6 +252,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (auto cast = autocast::product_operands(a, b)) return bmm((*cast)[0], (*cast)[1]);
   check_pair("bmm", a, b);
   EMBER_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expects two 3-D tensors [B, n, k] and [B, k, m], got shapes {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
@@ -269,6 +272,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (auto cast = autocast::product_operands(x, weight, bias)) {
+    return linear((*cast)[0], (*cast)[1], (*cast)[2]);
+  }
   check_pair("linear", x, weight);
   EMBER_CHECK(x.dim() >= 1, "linear: input must have at least one dim, got shape {}", shape_str(x.sizes()));
   EMBER_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got shape {}",

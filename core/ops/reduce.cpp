@@ -8,6 +8,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "core/autocast.h"
 #include "core/autograd/record.h"
 #include "core/cpu/reduction_layout.h"
 #include "core/cpu/vector_math.h"
@@ -490,6 +491,7 @@ ValuesIndices extremum_with_index(Extremum which, const Tensor& x, std::optional
 // ---- sum and mean -------------------------------------------------------------------------
 
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
+  if (auto cast = autocast::float32_operands(x)) return sum((*cast)[0], dims, keepdim);
   EMBER_CHECK(x.defined(), "sum: tensor is undefined");
   EMBER_CHECK(x.dtype() != kBool, "sum: not defined for bool tensors (convert with to(kInt64))");
   const std::vector<bool> mask = reduction_mask(dims, x.dim(), "sum");
@@ -503,6 +505,7 @@ Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
 Tensor sum(const Tensor& x) { return sum(x, {}, false); }
 
 Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
+  if (auto cast = autocast::float32_operands(x)) return mean((*cast)[0], dims, keepdim);
   check_defined_floating(x, "mean");
   const std::vector<bool> mask = reduction_mask(dims, x.dim(), "mean");
   const auto count = static_cast<double>(reduced_count(x, mask));
@@ -554,6 +557,7 @@ Tensor std(const Tensor& x, std::initializer_list<int64_t> dims, bool unbiased, 
 // ---- logsumexp ------------------------------------------------------------------------------
 
 Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
+  if (auto cast = autocast::float32_operands(x)) return logsumexp((*cast)[0], dims, keepdim);
   check_defined_floating(x, "logsumexp");
   const std::vector<bool> mask = reduction_mask(dims, x.dim(), "logsumexp");
   Tensor out = make_tensor(reduced_shape(x.sizes(), mask, keepdim), x.dtype(), x.device());

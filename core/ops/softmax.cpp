@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/autocast.h"
 #include "core/autograd/record.h"
 #include "core/cpu/row_loops.h"
 #include "core/cpu/softmax_row.h"
@@ -205,6 +206,7 @@ SoftmaxLayout layout_along(const Shape& sizes, int64_t dim) {
 }
 
 Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
+  if (auto cast = autocast::float32_operands(x)) return softmax_op((*cast)[0], dim, log);
   const char* name = log ? "log_softmax" : "softmax";
   EMBER_CHECK(x.defined(), "{}: tensor is undefined", name);
   EMBER_CHECK(is_floating_point(x.dtype()), "{}: expected a floating point tensor, got {} of shape {}", name,

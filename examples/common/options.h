@@ -1,5 +1,5 @@
-// The options every example takes (--device, --seed, --threads, --out, --data, --resume,
-// --no-cuda-graphs) on
+// The options every example takes (--device, --precision, --seed, --threads, --out, --data,
+// --resume, --no-cuda-graphs) on
 // a CLI11 app, setup_run(), which acts on them, and the checks of numeric options.
 //
 //   CLI::App app{"Train a text classifier on the sentiment sentences"};
@@ -26,6 +26,7 @@
 #include "core/distributed/process_group.h"
 #include "core/random.h"
 #include "nn/train/device_option.h"
+#include "nn/train/precision_option.h"
 #include "nn/train/run_files.h"
 
 namespace ember::examples {
@@ -64,12 +65,16 @@ inline CLI::Validator between(double low, double high) {
 
 struct CommonOptions {
   std::string device = "cpu";
+  std::string precision = "fp32";  // fp32, bf16 or fp16 (nn/train/precision_option.h)
   uint64_t seed = 0;
   int threads = 0;  // 0: OpenMP's default
   std::string out_dir = "out";
   std::string data_dir = "data";
   bool resume = false;
   bool cuda_graphs = true;  // on a GPU, each batch shape's training step replayed as a CUDA graph
+
+  // The parsed --precision (setup_run has checked it).
+  train::Precision precision_choice() const { return train::parse_precision(precision); }
 
   // A file in the output directory: out_path("metrics.csv") -> "out/metrics.csv".
   std::string out_path(const std::string& name) const { return (std::filesystem::path(out_dir) / name).string(); }
@@ -81,6 +86,9 @@ struct CommonOptions {
 // defaults shown by --help (an example sets its own defaults before calling this).
 inline void add_common_options(CLI::App& app, CommonOptions& options) {
   app.add_option("--device", options.device, "where to train: cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--precision", options.precision,
+                 "fp32, or autocast to bf16 (GPUs: tensor cores, no loss scaling) or fp16 (with loss scaling)")
+      ->capture_default_str();
   // CLI11 reads "-1" into a uint64_t as 2^64 - 1: the check refuses it first.
   app.add_option("--seed", options.seed, "random seed: the same seed gives the same run")
       ->check(at_least(0))
@@ -97,7 +105,7 @@ inline void add_common_options(CLI::App& app, CommonOptions& options) {
 }
 
 // Acts on the common options: checks the device (an unknown one, or CUDA on a machine
-// without a GPU, throws ember::Error), sets the thread count, seeds ember's random generator
+// without a GPU, throws ember::Error) and the precision, sets the thread count, seeds ember's random generator
 // and creates the output directory. Prints one line saying so, and returns the device.
 //
 // Started by mpirun (`mpirun -np 2 ./text_classifier`), the example joins the data-parallel job
@@ -107,6 +115,7 @@ inline void add_common_options(CLI::App& app, CommonOptions& options) {
 inline Device setup_run(const CommonOptions& options) {
   if (distributed::launched_by_mpi()) distributed::init();
   Device device = train::parse_device(options.device);
+  const train::Precision precision = train::parse_precision(options.precision);
   if (device.is_cuda() && distributed::world_size() > 1) device = Device::cuda(distributed::local_rank());
   train::set_threads(options.threads);
   manual_seed(options.seed);  // the same on every rank: the same weights, the same dropout stream
@@ -116,12 +125,24 @@ inline Device setup_run(const CommonOptions& options) {
                 distributed::rank());
     return device;
   }
-  fmt::print("device {}, {} thread{}, seed {}, output in {}/\n", device.str(), train::thread_count(),
-             train::thread_count() == 1 ? "" : "s", options.seed, options.out_dir);
+  fmt::print("device {}, {} thread{}, {}, seed {}, output in {}/\n", device.str(), train::thread_count(),
+             train::thread_count() == 1 ? "" : "s", train::precision_name(precision), options.seed, options.out_dir);
   if (distributed::world_size() > 1) {
     fmt::print("data parallel: {} ranks, each training on its share of every batch\n", distributed::world_size());
   }
   return device;
+}
+
+// Whether a training step may be captured as a CUDA graph: on a GPU unless --no-cuda-graphs, and
+// not in fp16, whose GradScaler decides on the host whether to step (a graph replays without the
+// host): then it says so and returns false.
+inline bool cuda_graphs_apply(const CommonOptions& options, Device device) {
+  if (!device.is_cuda() || !options.cuda_graphs) return false;
+  if (options.precision_choice() == train::Precision::Float16) {
+    fmt::print("--precision fp16: CUDA graphs off (the loss scaler decides on the host whether to step)\n");
+    return false;
+  }
+  return true;
 }
 
 // Whether this process prints and writes the run's files: always alone, rank 0 under mpirun.

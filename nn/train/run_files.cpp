@@ -96,13 +96,13 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
 }
 
 std::optional<int64_t> resume_from(const std::string& path, nn::Module& model, nn::Optimizer& optimizer,
-                                   nn::Scheduler* scheduler, std::string* report) {
+                                   nn::Scheduler* scheduler, std::string* report, nn::GradScaler* scaler) {
   std::error_code error;
   const bool found = std::filesystem::exists(path, error);
   std::optional<int64_t> step;
   if (found) {
     try {
-      step = nn::load_checkpoint(path, model, optimizer, scheduler);
+      step = nn::load_checkpoint(path, model, optimizer, scheduler, scaler);
     } catch (const Error& load_error) {
       fail("resume_from: the checkpoint '{}' is there but cannot be resumed from, so the run stops rather than start "
            "afresh over it; the file is left as it was (move it away to start afresh). The reason: {}",
@@ -122,8 +122,14 @@ std::optional<int64_t> resume_from(const std::string& path, nn::Module& model, n
 }
 
 CheckpointSaver::CheckpointSaver(std::string path, int64_t every_steps, const nn::Module& model,
-                                 const nn::Optimizer& optimizer, const nn::Scheduler* scheduler)
-    : path_(std::move(path)), every_steps_(every_steps), model_(model), optimizer_(optimizer), scheduler_(scheduler) {
+                                 const nn::Optimizer& optimizer, const nn::Scheduler* scheduler,
+                                 const nn::GradScaler* scaler)
+    : path_(std::move(path)),
+      every_steps_(every_steps),
+      model_(model),
+      optimizer_(optimizer),
+      scheduler_(scheduler),
+      scaler_(scaler) {
   EMBER_CHECK(every_steps_ > 0, "CheckpointSaver: every_steps must be positive, got {}", every_steps_);
 }
 
@@ -138,7 +144,7 @@ void CheckpointSaver::save(int64_t step) {
   // rank reads it back on --resume.
   if (distributed::is_main_process()) {
     create_directory(std::filesystem::path(path_).parent_path().string());
-    nn::save_checkpoint(path_, model_, optimizer_, scheduler_, step);
+    nn::save_checkpoint(path_, model_, optimizer_, scheduler_, step, scaler_);
   }
   last_saved_step_ = step;
 }

@@ -39,8 +39,10 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 // `report`, when given, receives one line for the run's log saying what was found: the
 // checkpoint and its step, or that there was none; either way it names the temporary files of
 // an interrupted save lying beside `path` (they are never loaded, and may be deleted).
+// `scaler`, when given, takes the loss scale saved with the checkpoint (nn::load_checkpoint).
 std::optional<int64_t> resume_from(const std::string& path, nn::Module& model, nn::Optimizer& optimizer,
-                                   nn::Scheduler* scheduler, std::string* report = nullptr);
+                                   nn::Scheduler* scheduler, std::string* report = nullptr,
+                                   nn::GradScaler* scaler = nullptr);
 
 // Saves a checkpoint every `every_steps` steps (nn::save_checkpoint, itself atomic), so a run
 // that is stopped loses at most that many steps. Under data parallelism only rank 0 writes (the
@@ -48,9 +50,9 @@ std::optional<int64_t> resume_from(const std::string& path, nn::Module& model, n
 // can read it (one machine, or a shared file system).
 class CheckpointSaver {
  public:
-  // `scheduler` may be null. every_steps must be positive.
+  // `scheduler` and `scaler` may be null. every_steps must be positive.
   CheckpointSaver(std::string path, int64_t every_steps, const nn::Module& model, const nn::Optimizer& optimizer,
-                  const nn::Scheduler* scheduler);
+                  const nn::Scheduler* scheduler, const nn::GradScaler* scaler = nullptr);
 
   // Saves when `step` is a multiple of every_steps; returns whether it saved.
   bool maybe_save(int64_t step);
@@ -67,6 +69,7 @@ class CheckpointSaver {
   const nn::Module& model_;
   const nn::Optimizer& optimizer_;
   const nn::Scheduler* scheduler_;
+  const nn::GradScaler* scaler_;
   std::optional<int64_t> last_saved_step_;
 };
 

@@ -1,6 +1,6 @@
 // ember::train, the helpers a training loop is made of, in one include: progress bar,
-// metrics CSV, SVG plots, run files and checkpoints, --device/--threads, BLEU and edit distance,
-// and steps replayed as CUDA graphs.
+// metrics CSV, SVG plots, run files and checkpoints, --device/--threads/--precision, BLEU and
+// edit distance, and steps replayed as CUDA graphs.
 //
 // How an example puts them together (examples/common/ holds the command-line side):
 //
@@ -55,6 +55,7 @@
 #include "nn/train/edit_distance.h"
 #include "nn/train/graphed_steps.h"
 #include "nn/train/metrics_log.h"
+#include "nn/train/precision_option.h"
 #include "nn/train/progress_bar.h"
 #include "nn/train/run_files.h"
 #include "nn/train/sum_over_ranks.h"
