@@ -1,7 +1,8 @@
 // Whole models against PyTorch: the golden files in tests/golden (written once by
 // tests/golden/make_golden.py from nn.TransformerEncoderLayer and nn.Transformer) hold weights
 // under ember's names, inputs, logits, loss and every parameter's gradient; ember loads the
-// weights and must give the same numbers in float64.
+// weights and must give the same numbers in float64. Two files hold a classifier PyTorch saved in
+// bfloat16 and float16: ember must round the same way and load them.
 #include <map>
 #include <string>
 
@@ -56,7 +57,8 @@ void load_weights(nn::Module& model, const Golden& golden) {
   nn::StateDict weights;
   for (const auto& [name, parameter] : model.named_parameters()) weights[name] = golden.tensor(name);
   for (const auto& [key, value] : golden.tensors) {
-    const bool is_weight = !key.starts_with("input.") && !key.starts_with("output.") && !key.starts_with("grad.");
+    const bool is_weight = !key.starts_with("input.") && !key.starts_with("output.") && !key.starts_with("grad.") &&
+                           !key.starts_with("float32.");
     CHECK_MESSAGE((!is_weight || weights.contains(key)), golden.name << ": '" << key << "' is no parameter of the model");
   }
   model.to(kFloat64);
@@ -89,9 +91,7 @@ void compare_all(const Golden& golden, const nn::Module& model, const Tensor& lo
                       << ", gradients " << worst_gradient << " (" << worst_name << ")");
 }
 
-void check_classifier(const std::string& name) {
-  const Golden golden = read_golden(name);
-  REQUIRE(golden.text("model") == "classifier");
+nn::TransformerClassifierOptions classifier_options(const Golden& golden) {
   nn::TransformerClassifierOptions options;
   options.vocab_size = golden.number("vocab");
   options.max_len = golden.number("max_len");
@@ -100,7 +100,13 @@ void check_classifier(const std::string& name) {
   options.layer = layer_options(golden);
   options.pooling = golden.text("pooling") == "mean" ? nn::Pooling::Mean : nn::Pooling::Cls;
   options.final_norm = golden.number("final_norm") == 1;
-  nn::TransformerClassifier model(options);
+  return options;
+}
+
+void check_classifier(const std::string& name) {
+  const Golden golden = read_golden(name);
+  REQUIRE(golden.text("model") == "classifier");
+  nn::TransformerClassifier model(classifier_options(golden));
   load_weights(model, golden);
 
   const Tensor& ids = golden.tensor("input.ids");
@@ -147,6 +153,30 @@ TEST_CASE("golden: pre-LN encoder-decoder (ReLU, source padding, causal padded t
 
 TEST_CASE("golden: post-LN encoder-decoder (GELU, source padding, causal padded target) matches PyTorch") {
   check_encoder_decoder("encoder_decoder_post_ln");
+}
+
+// A classifier PyTorch saved in a 16-bit dtype: every weight PyTorch rounded from float32 is
+// the value ember's own rounding gives (bit for bit), and the model built from the file gives
+// the logits PyTorch computed from the rounded weights.
+void check_16_bit_classifier(const std::string& name, DType dtype) {
+  const Golden golden = read_golden(name);
+  REQUIRE(golden.text("model") == "classifier");
+  nn::TransformerClassifier model(classifier_options(golden));
+  for (const auto& [key, parameter] : model.named_parameters()) {
+    const Tensor& saved = golden.tensor(key);
+    CHECK_MESSAGE(saved.dtype() == dtype, name << ": " << key << " is " << saved.dtype());
+    const Tensor rounded_by_ember = golden.tensor("float32." + key).to(dtype);
+    CHECK_MESSAGE(max_abs(sub(saved.to(kFloat64), rounded_by_ember.to(kFloat64))) == 0.0,
+                  name << ": PyTorch's rounding of " << key << " differs from ember's");
+  }
+  load_weights(model, golden);
+  const Tensor& ids = golden.tensor("input.ids");
+  compare(golden, "logits", model.forward(ids, eq(ids, 0.0)), golden.tensor("output.logits"));
+}
+
+TEST_CASE("golden: a classifier PyTorch saved in bfloat16 and in float16 loads into ember and matches") {
+  check_16_bit_classifier("classifier_pre_ln_bf16", kBFloat16);
+  check_16_bit_classifier("classifier_pre_ln_f16", kFloat16);
 }
 
 TEST_CASE("golden: a changed weight is caught, by name") {

@@ -2,7 +2,9 @@
 PyTorch's own nn.TransformerEncoderLayer and nn.Transformer (batch_first, pre-LN and post-LN),
 in float64, with dropout 0, on fixed inputs with padding. Each file holds the weights under
 ember's parameter names, the inputs, the logits, the loss and every parameter's gradient, plus
-the model's sizes in the safetensors metadata. The files are committed; the test needs no
+the model's sizes in the safetensors metadata. Two more hold the pre-LN classifier as PyTorch
+saves it in bfloat16 and in float16 (BF16 and F16 weights, the float32 weights they were rounded
+from, the logits of the rounded model). The files are committed; the test needs no
 PyTorch. Run once, from anywhere, after changing what is generated:
 
     /usr/bin/python3 tests/golden/make_golden.py
@@ -25,14 +27,23 @@ SIZES = {"vocab": 11, "d_model": 8, "num_heads": 2, "d_ff": 16, "num_layers": 2,
 
 # --- safetensors writing (the format is simple enough to write without its package) ----------
 
-DTYPES = {torch.float64: "F64", torch.int64: "I64"}
+DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.int64: "I64", torch.bfloat16: "BF16", torch.float16: "F16"}
+
+
+def raw_bytes(tensor):
+    """The tensor's elements as little-endian bytes; numpy has no bfloat16, so 16-bit tensors are
+    read through their bit patterns."""
+    tensor = tensor.detach().contiguous().cpu()
+    if tensor.dtype in (torch.bfloat16, torch.float16):
+        tensor = tensor.view(torch.int16)
+    return tensor.numpy().tobytes()
 
 
 def save_safetensors(path, tensors, metadata):
     header = {"__metadata__": metadata}
     blobs, offset = [], 0
     for name, tensor in tensors.items():
-        data = tensor.detach().contiguous().cpu().numpy().tobytes()
+        data = raw_bytes(tensor)
         header[name] = {"dtype": DTYPES[tensor.dtype], "shape": list(tensor.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
@@ -261,12 +272,43 @@ def encoder_decoder(name, norm_first, activation):
                  "ignore_index": PAD, "label_smoothing": 0.1})
 
 
+def classifier_16_bit(name, dtype):
+    """The pre-LN classifier as PyTorch saves it in a 16-bit dtype: its weights rounded from
+    float32 by PyTorch and stored as BF16 or F16, beside the float32 weights they came from
+    (under "float32.") and the logits PyTorch computes in float64 from the rounded weights."""
+    num_classes = 3
+    model = Classifier(True, "gelu", "cls", num_classes).double()
+    randomize(model)
+    model.train()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(parameter.float())  # float32 values, as a trained float32 model holds
+    float32_weights = {key: value.float() for key, value in model.ember_weights(value_of).items()}
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(parameter.float().to(dtype).double())
+    ids = token_ids(4, 6, [6, 4, 2, 5], first=1)
+    logits = model(ids)
+    tensors = {key: value.to(dtype) for key, value in float32_weights.items()}
+    tensors.update({f"float32.{key}": value for key, value in float32_weights.items()})
+    tensors["input.ids"] = ids
+    tensors["output.logits"] = logits.detach()
+    metadata = {key: str(value) for key, value in SIZES.items()}
+    metadata.update({"model": "classifier", "num_classes": str(num_classes), "norm_first": "1", "activation": "gelu",
+                     "pooling": "cls", "final_norm": "1", "dtype": DTYPES[dtype],
+                     "generated_by": f"tests/golden/make_golden.py with torch {torch.__version__}"})
+    save_safetensors(HERE / f"{name}.safetensors", tensors, metadata)
+    print(f"{name}: {len(float32_weights)} parameter tensors in {dtype}")
+
+
 def main():
     torch.manual_seed(17)
     classifier("classifier_pre_ln", norm_first=True, activation="gelu", pooling="cls")
     classifier("classifier_post_ln", norm_first=False, activation="relu", pooling="mean")
     encoder_decoder("encoder_decoder_pre_ln", norm_first=True, activation="relu")
     encoder_decoder("encoder_decoder_post_ln", norm_first=False, activation="gelu")
+    classifier_16_bit("classifier_pre_ln_bf16", torch.bfloat16)
+    classifier_16_bit("classifier_pre_ln_f16", torch.float16)
 
 
 if __name__ == "__main__":
