@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/cpu/row_loops.h"
+#include "core/cpu/half_rows.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 

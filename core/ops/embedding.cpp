@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/autograd/record.h"
-#include "core/cpu/row_loops.h"
+#include "core/cpu/half_rows.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/ops/index_check.h"
