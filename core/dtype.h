@@ -1,7 +1,7 @@
 // Element types a tensor can hold, and the switch that turns a runtime dtype into a C++ type.
 // bfloat16 and float16 (core/half.h) are stored in 2 bytes and computed on in float32: a kernel
 // templated on the element type T does its arithmetic in compute_type<T> and rounds once, where
-// it stores a result. Kernels that take them dispatch with the visit_any_* switches below.
+// it stores a result. Kernels dispatch on the dtype with the visit_any_* switches below.
 #pragma once
 
 #include <fmt/format.h>
@@ -78,31 +78,19 @@ constexpr DType dtype_of() {
   else static_assert(sizeof(T) == 0, "ember tensors hold float, double, int64_t, bool, BFloat16 or Float16");
 }
 
-// Calls fn.template operator()<T>() with T the C++ type of dtype, for the dtypes ops compute on
-// (float32, float64, int64, bool); `op` names the caller in the error for a 16-bit dtype. Kernels
-// use it with a template lambda:  visit_dtype(x.dtype(), "gather", [&]<class T>() { ... T ... });
+// Calls fn.template operator()<T>() with T the C++ type of dtype, for every dtype. Kernels use
+// it with a template lambda:  visit_any_dtype(x.dtype(), [&]<class T>() { ... T ... });
 template <class Fn>
-decltype(auto) visit_dtype(DType dtype, std::string_view op, Fn&& fn) {
+decltype(auto) visit_any_dtype(DType dtype, Fn&& fn) {
   switch (dtype) {
     case DType::Float32: return fn.template operator()<float>();
     case DType::Float64: return fn.template operator()<double>();
     case DType::Int64: return fn.template operator()<int64_t>();
     case DType::Bool: return fn.template operator()<bool>();
-    default:
-      fail("{}: {} tensors are stored but not computed on yet; convert with .to(kFloat32) first", op,
-           dtype_name(dtype));
-  }
-}
-
-// The same over every dtype, 16-bit ones included: for what only moves or converts values
-// (copies, fills, item(), printing, files).
-template <class Fn>
-decltype(auto) visit_any_dtype(DType dtype, Fn&& fn) {
-  switch (dtype) {
     case DType::BFloat16: return fn.template operator()<BFloat16>();
     case DType::Float16: return fn.template operator()<Float16>();
-    default: return visit_dtype(dtype, "visit_any_dtype", std::forward<Fn>(fn));
   }
+  fail("unknown dtype {}", static_cast<int>(dtype));
 }
 
 // The floating dtypes, 16-bit ones included; `op` names the caller in the error for others.
@@ -130,32 +118,14 @@ decltype(auto) visit_any_numeric(DType dtype, std::string_view op, Fn&& fn) {
   }
 }
 
-// The same for the floating dtypes only; `op` names the caller in the error for others.
+// float32 and float64 only: for the kernels that hand their operands to BLAS (products, the CPU
+// attention), which reach 16-bit tensors only through float32 copies of them.
 template <class Fn>
-decltype(auto) visit_floating(DType dtype, std::string_view op, Fn&& fn) {
+decltype(auto) visit_float32_or_float64(DType dtype, std::string_view op, Fn&& fn) {
   switch (dtype) {
     case DType::Float32: return fn.template operator()<float>();
     case DType::Float64: return fn.template operator()<double>();
-    case DType::BFloat16:
-    case DType::Float16:
-      fail("{}: {} tensors are stored but not computed on yet; convert with .to(kFloat32) first", op,
-           dtype_name(dtype));
-    default: fail("{}: expected a floating point tensor (float32 or float64), got {}", op, dtype_name(dtype));
-  }
-}
-
-// Numeric dtypes: floating point and int64 (not bool).
-template <class Fn>
-decltype(auto) visit_numeric(DType dtype, std::string_view op, Fn&& fn) {
-  switch (dtype) {
-    case DType::Float32: return fn.template operator()<float>();
-    case DType::Float64: return fn.template operator()<double>();
-    case DType::Int64: return fn.template operator()<int64_t>();
-    case DType::BFloat16:
-    case DType::Float16:
-      fail("{}: {} tensors are stored but not computed on yet; convert with .to(kFloat32) first", op,
-           dtype_name(dtype));
-    default: fail("{}: expected a numeric tensor (float32, float64 or int64), got {}", op, dtype_name(dtype));
+    default: fail("{}: this kernel computes on float32 and float64, got {}", op, dtype_name(dtype));
   }
 }
 

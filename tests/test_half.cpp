@@ -1,8 +1,9 @@
 // bfloat16 and float16 (core/half.h) against references written independently here: each
 // format's values decoded from their fields with ldexp, and float -> 16-bit rounding found by
 // searching the sorted list of every finite 16-bit value for the nearest, ties to the even
-// pattern. Then 16-bit tensors: conversions both ways, printing, item(), fills, the data
-// movement ops that take them, and the error an op that computes gives them.
+// pattern. Then 16-bit tensors: conversions both ways (from a double rounded once), printing,
+// item(), fills, the data movement ops, and the error for mixed dtypes. The ops' arithmetic on
+// them is tested in test_half_elementwise, test_half_reduce and test_half_nn_ops.
 #include <algorithm>
 #include <bit>
 #include <cmath>

@@ -181,7 +181,7 @@ Tensor attention_cpu(const Tensor& out, const Tensor& q_tensor, const Tensor& k_
   Shape probs_shape = q_tensor.sizes();  // [*batch, L, S]: q, k and v share their batch dims here
   probs_shape.back() = k_tensor.size(-2);
   const Tensor probs = make_tensor(probs_shape, q_tensor.dtype(), q_tensor.device());
-  visit_floating(q_tensor.dtype(), "attention", [&]<class T>() {
+  visit_float32_or_float64(q_tensor.dtype(), "attention", [&]<class T>() {
     const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), o(out);
     const RowMask<T> mask(args);
     const int64_t L = q_tensor.size(-2), E = q_tensor.size(-1), S = k_tensor.size(-2), Ev = v_tensor.size(-1);
@@ -224,7 +224,7 @@ void attention_backward_cpu(const Tensor& grad_q, const Tensor& grad_k, const Te
     round_into(grad_v, grad_v32);
     return;
   }
-  visit_floating(q_tensor.dtype(), "attention_backward", [&]<class T>() {
+  visit_float32_or_float64(q_tensor.dtype(), "attention_backward", [&]<class T>() {
     const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), d_out(grad_out);
     const BatchOperand<T> d_q = grad_q.defined() ? BatchOperand<T>(grad_q) : BatchOperand<T>();
     const BatchOperand<T> d_k = grad_k.defined() ? BatchOperand<T>(grad_k) : BatchOperand<T>();

@@ -104,7 +104,7 @@ void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) 
   const int64_t m = out.sizes()[rank - 2], n = out.sizes()[rank - 1], k = a.sizes()[rank - 1];
   const int64_t count = numel_of(batch_of(out));
   if (m == 0 || n == 0 || count == 0) return;
-  visit_floating(out.dtype(), "matmul", [&]<class T>() {
+  visit_float32_or_float64(out.dtype(), "matmul", [&]<class T>() {
     T* c = out.data_ptr<T>();
     if (k == 0) {  // an empty sum: BLAS may not touch C at all
       if (beta == 0) std::memset(c, 0, sizeof(T) * count * m * n);
