@@ -182,14 +182,7 @@ TEST_CASE("golden: a classifier PyTorch saved in bfloat16 and in float16 loads i
 TEST_CASE("golden: a changed weight is caught, by name") {
   // The comparison can fail: one perturbed weight moves the logits past the tolerance.
   const Golden golden = read_golden("classifier_post_ln");
-  nn::TransformerClassifierOptions options;
-  options.vocab_size = golden.number("vocab");
-  options.max_len = golden.number("max_len");
-  options.num_classes = golden.number("num_classes");
-  options.num_layers = golden.number("num_layers");
-  options.layer = layer_options(golden);
-  options.pooling = nn::Pooling::Mean;
-  nn::TransformerClassifier model(options);
+  nn::TransformerClassifier model(classifier_options(golden));
   load_weights(model, golden);
   {
     NoGradGuard no_grad;

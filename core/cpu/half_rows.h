@@ -10,16 +10,7 @@
 #include "core/half.h"
 
 #if defined(__F16C__)
-// GCC 12 warns, wrongly, that its own intrinsics read an uninitialised vector (its bug 105593);
-// whichever header includes immintrin.h first decides, so this one silences it as
-// philox_block.h does.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)  // a GCC-only warning, which clang would call unknown
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "core/cpu/x86_intrinsics.h"
 #endif
 
 namespace ember::cpu {

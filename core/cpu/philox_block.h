@@ -11,14 +11,7 @@
 // drawn with intrinsics: compilers turn the portable loop's 32x32->64-bit products into full
 // 64-bit multiplies, about three times slower.
 #if defined(__AVX512F__) && !defined(__CUDACC__)
-// GCC 12 warns, wrongly, that its own intrinsics read an uninitialised vector (its bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)  // a GCC-only warning, which clang would call unknown
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "core/cpu/x86_intrinsics.h"
 #define EMBER_PHILOX_AVX512 1
 #endif
 
