@@ -7,9 +7,11 @@
 #include <climits>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "core/autocast.h"
 #include "core/autograd/record.h"
+#include "core/cpu/bf16_gemm.h"
 #include "core/cpu/blas.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -84,12 +86,70 @@ constexpr int64_t kSingleThreadedGemm = 64 * 64 * 64;
 constexpr int64_t kBatchSplitGemm = 256 * 256 * 256;
 constexpr int64_t kBatchSplitMinWork = 1 << 17;
 
+// Runs product(i) for each of the `count` matrices of a batch, each `work` multiply-adds:
+// split across the threads, one single-threaded gemm per matrix, when the matrices are many and
+// small enough that this beats one gemm after another on the gemm's own threads.
+template <class Product>
+void for_each_matrix(int64_t count, int64_t work, Product product) {
+  if (count == 1) {
+    product(0);
+    return;
+  }
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const bool split_batch = threads > 1 && count * work >= kBatchSplitMinWork &&
+                           (work <= kSingleThreadedGemm || (work <= kBatchSplitGemm && count >= threads));
+  if (split_batch) {
+    // Inside a parallel region the OpenMP build of OpenBLAS, and ember's bf16_gemm, run each
+    // call on one thread.
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < count; ++i) product(i);
+  } else {
+    for (int64_t i = 0; i < count; ++i) product(i);
+  }
+}
+
+// The layouts in which BLAS (or bf16_gemm) reads a and b, checked to fit BLAS's int arguments.
+std::pair<MatrixLayout, MatrixLayout> checked_layouts(const Tensor& a, const Tensor& b, int64_t m, int64_t n,
+                                                      int64_t k) {
+  EMBER_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "matmul: matrix dims {}x{}x{} exceed the BLAS int range",
+              m, k, n);
+  const std::optional<MatrixLayout> la = matrix_layout(a), lb = matrix_layout(b);
+  EMBER_CHECK(la && lb, "matmul: gemm kernel got an operand that is neither row- nor column-contiguous "
+                        "(strides {} and {})", shape_str(a.strides()), shape_str(b.strides()));
+  EMBER_CHECK(la->ld <= INT_MAX && lb->ld <= INT_MAX, "matmul: leading dimension exceeds the BLAS int range");
+  return {*la, *lb};
+}
+
 void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta);
 
-// out (+)= a b for 16-bit operands: the float32 gemm on float32 copies of a and b (see
-// cpu::widened_to_float32), whose result is rounded once into out. With beta != 0 the product
-// adds to out's values, read as float32. out is contiguous, as gemm_cpu writes it.
+// out (+)= a b for bfloat16 operands on the CPU's AVX512-BF16 (cpu::bf16_gemm): float32 sums
+// into a float32 result, rounded once into out. With beta != 0 the product adds to out's values,
+// read as float32. out is contiguous, as gemm_cpu writes it.
+void bf16_gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
+  const int64_t rank = out.dim();
+  const int64_t m = out.sizes()[rank - 2], n = out.sizes()[rank - 1], k = a.sizes()[rank - 1];
+  const int64_t count = numel_of(batch_of(out));
+  if (m == 0 || n == 0 || count == 0) return;
+  const Tensor out32 = beta != 0 ? cpu::widened_to_float32(out) : make_tensor(out.sizes(), kFloat32, out.device());
+  const auto [la, lb] = checked_layouts(a, b, m, n, k);
+  const std::vector<int64_t> offsets_a = batch_offsets(a), offsets_b = batch_offsets(b);
+  const BFloat16* pa = a.data_ptr<BFloat16>();
+  const BFloat16* pb = b.data_ptr<BFloat16>();
+  float* c = out32.data_ptr<float>();
+  for_each_matrix(count, m * n * k, [&](int64_t i) {
+    cpu::bf16_gemm(m, n, k, {pa + offsets_a[i], la.ld, la.transposed}, {pb + offsets_b[i], lb.ld, lb.transposed},
+                   static_cast<float>(beta), c + i * m * n, n);
+  });
+  cpu::round_contiguous(out32, out);
+}
+
+// out (+)= a b for other 16-bit operands: the float32 gemm on float32 copies of a and b (see
+// cpu::widened_to_float32), whose result is rounded once into out.
 void gemm_16_bit_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
+  if (cpu::bf16_gemm_in_hardware() && out.dtype() == kBFloat16) {
+    bf16_gemm_cpu(out, a, b, beta);
+    return;
+  }
   const Tensor out32 = beta != 0 ? cpu::widened_to_float32(out) : make_tensor(out.sizes(), kFloat32, out.device());
   gemm_cpu(out32, cpu::widened_to_float32(a), cpu::widened_to_float32(b), beta);
   cpu::round_contiguous(out32, out);
@@ -110,35 +170,15 @@ void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) 
       if (beta == 0) std::memset(c, 0, sizeof(T) * count * m * n);
       return;
     }
-    EMBER_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "matmul: matrix dims {}x{}x{} exceed the BLAS int range",
-                m, k, n);
-    const std::optional<MatrixLayout> la = matrix_layout(a), lb = matrix_layout(b);
-    EMBER_CHECK(la && lb, "matmul: gemm kernel got an operand that is neither row- nor column-contiguous "
-                          "(strides {} and {})", shape_str(a.strides()), shape_str(b.strides()));
-    EMBER_CHECK(la->ld <= INT_MAX && lb->ld <= INT_MAX, "matmul: leading dimension exceeds the BLAS int range");
+    const auto [la, lb] = checked_layouts(a, b, m, n, k);
     const T* pa = a.data_ptr<T>();
     const T* pb = b.data_ptr<T>();
-    auto product = [&](int64_t offset_a, int64_t offset_b, int64_t offset_c) {
-      blas_gemm(la->transposed, lb->transposed, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), T(1),
-                pa + offset_a, static_cast<int>(la->ld), pb + offset_b, static_cast<int>(lb->ld), static_cast<T>(beta),
-                c + offset_c, static_cast<int>(n));
-    };
-    if (count == 1) {
-      product(0, 0, 0);
-      return;
-    }
     const std::vector<int64_t> offsets_a = batch_offsets(a), offsets_b = batch_offsets(b);
-    const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-    const int64_t work = m * n * k;
-    const bool split_batch = threads > 1 && count * work >= kBatchSplitMinWork &&
-                             (work <= kSingleThreadedGemm || (work <= kBatchSplitGemm && count >= threads));
-    if (split_batch) {
-      // Inside a parallel region the OpenMP build of OpenBLAS runs each call on one thread.
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t i = 0; i < count; ++i) product(offsets_a[i], offsets_b[i], i * m * n);
-    } else {
-      for (int64_t i = 0; i < count; ++i) product(offsets_a[i], offsets_b[i], i * m * n);
-    }
+    for_each_matrix(count, m * n * k, [&](int64_t i) {
+      blas_gemm(la.transposed, lb.transposed, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), T(1),
+                pa + offsets_a[i], static_cast<int>(la.ld), pb + offsets_b[i], static_cast<int>(lb.ld),
+                static_cast<T>(beta), c + i * m * n, static_cast<int>(n));
+    });
   });
 }
 EMBER_REGISTER_KERNEL(kernels::gemm, DeviceType::CPU, gemm_cpu);
