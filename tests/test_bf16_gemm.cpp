@@ -1,9 +1,10 @@
 // cpu::bf16_gemm, the CPU's bfloat16 product: against a float64 product of the same bfloat16
 // values, at shapes that cross every blocking edge (a tile's 12 rows and 32 columns, a row
-// block's 192 rows, a depth slice's 256, a column block's 4096, odd depths), for the four
-// layouts, padded leading dimensions, beta 0, 1 and 0.5; the vector kernel against the
-// instruction's arithmetic written out (the portable kernel), bit for bit; one thread against
-// several; and the instruction's treatment of subnormals, infinities and NaNs.
+// block, a column block's 4096 columns, odd depths, the 8192 past which depth is sliced), for
+// the four layouts, padded leading dimensions, beta 0, 1 and 0.5, into float32 and into
+// bfloat16; the vector kernel against the instruction's arithmetic written out (the portable
+// kernel), bit for bit; one thread against several; and the instruction's treatment of
+// subnormals, infinities and NaNs.
 //
 // Tolerance: every product of two bfloat16 values is exact in float32, so the only errors are the
 // k + 1 float32 additions into each element (beta c included): at most (k + 2) 2^-24 times the
@@ -99,13 +100,25 @@ std::vector<float> run(Gemm gemm, const StoredMatrix& a, const StoredMatrix& b, 
   return c;
 }
 
-bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+template <class T>
+bool same_bits(const std::vector<T>& x, const std::vector<T>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
+}
+
+using Bf16Gemm = void (*)(int64_t, int64_t, int64_t, Bf16Operand, Bf16Operand, float, BFloat16*, int64_t);
+
+// The product into a bfloat16 c that starts as `before` rounded (NaN stays NaN).
+std::vector<BFloat16> run_rounded(Bf16Gemm gemm, const StoredMatrix& a, const StoredMatrix& b, float beta,
+                                  const std::vector<float>& before) {
+  std::vector<BFloat16> c;
+  for (const float x : before) c.push_back(BFloat16(x));
+  gemm(a.rows, b.cols, a.cols, a.operand(), b.operand(), beta, c.data(), b.cols + 5);
+  return c;
 }
 
 const std::vector<Case> kCases = {
     {1, 1, 1},     {12, 32, 2},   {13, 33, 3},  {11, 31, 255}, {193, 65, 257},
-    {7, 9, 513},   {5, 4130, 3},  {200, 40, 64}, {24, 64, 1},
+    {7, 9, 513},   {30, 70, 1025}, {5, 4130, 3}, {200, 40, 64}, {24, 64, 1}, {3, 5, 8195}, {500, 40, 2048},
 };
 
 TEST_CASE("bf16_gemm matches the float64 product within float32's summation bound, for every layout and beta") {
@@ -128,6 +141,18 @@ TEST_CASE("bf16_gemm matches the float64 product within float32's summation boun
           const std::vector<float> portable_result = run(cpu::bf16_gemm_portable, a, b, beta, before);
           check_against_float64(a, b, beta, before, portable_result);
           CHECK(same_bits(vector_result, portable_result));
+          // Into a bfloat16 c: the float32 result from the same (rounded) c, rounded once where
+          // stored, subnormals read as zero as vcvtneps2bf16 reads them.
+          std::vector<float> rounded_before;
+          for (const float x : before) rounded_before.push_back(static_cast<float>(BFloat16(x)));
+          const std::vector<float> from_rounded = run(cpu::bf16_gemm, a, b, beta, rounded_before);
+          const std::vector<BFloat16> rounded = run_rounded(cpu::bf16_gemm, a, b, beta, before);
+          for (size_t e = 0; e < rounded.size(); ++e) {
+            const float x = from_rounded[e];
+            const BFloat16 expected(std::fabs(x) < FLT_MIN ? std::copysign(0.0f, x) : x);
+            REQUIRE_MESSAGE(rounded[e].bits == expected.bits, "element " << e << ": " << x);
+          }
+          CHECK(same_bits(rounded, run_rounded(cpu::bf16_gemm_portable, a, b, beta, before)));
         }
       }
     }
@@ -135,10 +160,10 @@ TEST_CASE("bf16_gemm matches the float64 product within float32's summation boun
 }
 
 TEST_CASE("bf16_gemm gives the same bits on one thread as on all of them") {
-  // 193 x 65 x 257 is past the size at which the product is shared out, and crosses a row block
-  // and a depth slice; 40 x 4130 x 20 crosses a column block with fewer row blocks than threads.
+  // Past the size at which the product is shared out: 193 x 65 x 600 splits by rows and crosses a
+  // row block; 40 x 4130 x 20 splits by columns and crosses a column block.
   std::mt19937 random(6);
-  for (const Case& shape : {Case{193, 65, 257}, Case{40, 4130, 20}}) {
+  for (const Case& shape : {Case{193, 65, 600}, Case{40, 4130, 20}}) {
     CAPTURE(shape.m);
     const StoredMatrix a(shape.m, shape.k, false, random), b(shape.k, shape.n, true, random);
     const std::vector<float> before = initial_c(shape.m, shape.n, 0.0f, random);

@@ -122,25 +122,23 @@ std::pair<MatrixLayout, MatrixLayout> checked_layouts(const Tensor& a, const Ten
 
 void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta);
 
-// out (+)= a b for bfloat16 operands on the CPU's AVX512-BF16 (cpu::bf16_gemm): float32 sums
-// into a float32 result, rounded once into out. With beta != 0 the product adds to out's values,
-// read as float32. out is contiguous, as gemm_cpu writes it.
+// out (+)= a b for bfloat16 operands on the CPU's AVX512-BF16 (cpu::bf16_gemm): float32 sums,
+// rounded once as they are stored into out; with beta != 0 they add to out's values (a linear's
+// bias). out is contiguous, as gemm_cpu writes it.
 void bf16_gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
   const int64_t rank = out.dim();
   const int64_t m = out.sizes()[rank - 2], n = out.sizes()[rank - 1], k = a.sizes()[rank - 1];
   const int64_t count = numel_of(batch_of(out));
   if (m == 0 || n == 0 || count == 0) return;
-  const Tensor out32 = beta != 0 ? cpu::widened_to_float32(out) : make_tensor(out.sizes(), kFloat32, out.device());
   const auto [la, lb] = checked_layouts(a, b, m, n, k);
   const std::vector<int64_t> offsets_a = batch_offsets(a), offsets_b = batch_offsets(b);
   const BFloat16* pa = a.data_ptr<BFloat16>();
   const BFloat16* pb = b.data_ptr<BFloat16>();
-  float* c = out32.data_ptr<float>();
+  BFloat16* c = out.data_ptr<BFloat16>();
   for_each_matrix(count, m * n * k, [&](int64_t i) {
     cpu::bf16_gemm(m, n, k, {pa + offsets_a[i], la.ld, la.transposed}, {pb + offsets_b[i], lb.ld, lb.transposed},
                    static_cast<float>(beta), c + i * m * n, n);
   });
-  cpu::round_contiguous(out32, out);
 }
 
 // out (+)= a b for other 16-bit operands: the float32 gemm on float32 copies of a and b (see
