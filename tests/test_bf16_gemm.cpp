@@ -1,14 +1,15 @@
 // cpu::bf16_gemm, the CPU's bfloat16 product: against a float64 product of the same bfloat16
 // values, at shapes that cross every blocking edge (a tile's 12 rows and 32 columns, a row
 // block, a column block's 4096 columns, odd depths, the 8192 past which depth is sliced), for
-// the four layouts, padded leading dimensions, beta 0, 1 and 0.5, into float32 and into
+// the four layouts, padded leading dimensions, several alpha and beta, into float32 and into
 // bfloat16; the vector kernel against the instruction's arithmetic written out (the portable
 // kernel), bit for bit; one thread against several; and the instruction's treatment of
 // subnormals, infinities and NaNs.
 //
 // Tolerance: every product of two bfloat16 values is exact in float32, so the only errors are the
-// k + 1 float32 additions into each element (beta c included): at most (k + 2) 2^-24 times the
-// sum of the magnitudes of the terms (Higham's bound for recursive summation, rounded up).
+// k + 1 float32 additions into each element (beta c included) and alpha's product: at most
+// (k + 3) 2^-24 times the sum of the magnitudes of the terms (Higham's bound for recursive
+// summation, rounded up).
 #include <omp.h>
 
 #include <cfloat>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/cpu/bf16_gemm.h"
@@ -58,7 +60,7 @@ struct StoredMatrix {
   Bf16Operand operand() const { return {values.data(), ld, transposed}; }
 };
 
-using Gemm = void (*)(int64_t, int64_t, int64_t, Bf16Operand, Bf16Operand, float, float*, int64_t);
+using Gemm = void (*)(int64_t, int64_t, int64_t, float, Bf16Operand, Bf16Operand, float, float*, int64_t);
 
 // c for beta: NaN where beta = 0 (it must not be read), random values otherwise; ldc = n + 5.
 std::vector<float> initial_c(int64_t m, int64_t n, float beta, std::mt19937& random) {
@@ -74,18 +76,19 @@ std::vector<float> initial_c(int64_t m, int64_t n, float beta, std::mt19937& ran
 
 // Checks c against the float64 product within the summation bound; the padding between rows
 // must be untouched (still NaN).
-void check_against_float64(const StoredMatrix& a, const StoredMatrix& b, float beta, const std::vector<float>& before,
-                           const std::vector<float>& c) {
+void check_against_float64(const StoredMatrix& a, const StoredMatrix& b, float alpha, float beta,
+                           const std::vector<float>& before, const std::vector<float>& c) {
   const int64_t m = a.rows, n = b.cols, k = a.cols, ldc = n + 5;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       const double old = beta == 0 ? 0.0 : static_cast<double>(beta) * before[static_cast<size_t>(i * ldc + j)];
-      double exact = old, magnitude = std::fabs(old);
+      double sum = 0, magnitude = 0;
       for (int64_t p = 0; p < k; ++p) {
-        exact += a.value(i, p) * b.value(p, j);
+        sum += a.value(i, p) * b.value(p, j);
         magnitude += std::fabs(a.value(i, p) * b.value(p, j));
       }
-      const double bound = static_cast<double>(k + 2) * std::ldexp(magnitude, -24);
+      const double exact = alpha * sum + old;
+      const double bound = static_cast<double>(k + 3) * std::ldexp(std::fabs(alpha) * magnitude + std::fabs(old), -24);
       REQUIRE_MESSAGE(std::fabs(c[static_cast<size_t>(i * ldc + j)] - exact) <= bound,
                       "c[" << i << "][" << j << "] = " << c[static_cast<size_t>(i * ldc + j)] << ", exact " << exact);
     }
@@ -93,10 +96,10 @@ void check_against_float64(const StoredMatrix& a, const StoredMatrix& b, float b
   }
 }
 
-std::vector<float> run(Gemm gemm, const StoredMatrix& a, const StoredMatrix& b, float beta,
+std::vector<float> run(Gemm gemm, const StoredMatrix& a, const StoredMatrix& b, float alpha, float beta,
                        const std::vector<float>& before) {
   std::vector<float> c = before;
-  gemm(a.rows, b.cols, a.cols, a.operand(), b.operand(), beta, c.data(), b.cols + 5);
+  gemm(a.rows, b.cols, a.cols, alpha, a.operand(), b.operand(), beta, c.data(), b.cols + 5);
   return c;
 }
 
@@ -105,14 +108,14 @@ bool same_bits(const std::vector<T>& x, const std::vector<T>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
 }
 
-using Bf16Gemm = void (*)(int64_t, int64_t, int64_t, Bf16Operand, Bf16Operand, float, BFloat16*, int64_t);
+using Bf16Gemm = void (*)(int64_t, int64_t, int64_t, float, Bf16Operand, Bf16Operand, float, BFloat16*, int64_t);
 
 // The product into a bfloat16 c that starts as `before` rounded (NaN stays NaN).
-std::vector<BFloat16> run_rounded(Bf16Gemm gemm, const StoredMatrix& a, const StoredMatrix& b, float beta,
-                                  const std::vector<float>& before) {
+std::vector<BFloat16> run_rounded(Bf16Gemm gemm, const StoredMatrix& a, const StoredMatrix& b, float alpha,
+                                  float beta, const std::vector<float>& before) {
   std::vector<BFloat16> c;
   for (const float x : before) c.push_back(BFloat16(x));
-  gemm(a.rows, b.cols, a.cols, a.operand(), b.operand(), beta, c.data(), b.cols + 5);
+  gemm(a.rows, b.cols, a.cols, alpha, a.operand(), b.operand(), beta, c.data(), b.cols + 5);
   return c;
 }
 
@@ -121,38 +124,40 @@ const std::vector<Case> kCases = {
     {7, 9, 513},   {30, 70, 1025}, {5, 4130, 3}, {200, 40, 64}, {24, 64, 1}, {3, 5, 8195}, {500, 40, 2048},
 };
 
-TEST_CASE("bf16_gemm matches the float64 product within float32's summation bound, for every layout and beta") {
+TEST_CASE("bf16_gemm matches the float64 product within float32's summation bound, for every layout, alpha and beta") {
   std::mt19937 random(5);
   for (const Case& shape : kCases) {
     for (const bool trans_a : {false, true}) {
       for (const bool trans_b : {false, true}) {
-        for (const float beta : {0.0f, 1.0f, 0.5f}) {
+        for (const auto& [alpha, beta] :
+             {std::pair{1.0f, 0.0f}, {1.0f, 1.0f}, {1.0f, 0.5f}, {0.125f, 0.0f}, {-3.0f, 1.0f}}) {
           CAPTURE(shape.m);
           CAPTURE(shape.n);
           CAPTURE(shape.k);
           CAPTURE(trans_a);
           CAPTURE(trans_b);
+          CAPTURE(alpha);
           CAPTURE(beta);
           const StoredMatrix a(shape.m, shape.k, trans_a, random), b(shape.k, shape.n, trans_b, random);
           const std::vector<float> before = initial_c(shape.m, shape.n, beta, random);
-          const std::vector<float> vector_result = run(cpu::bf16_gemm, a, b, beta, before);
-          check_against_float64(a, b, beta, before, vector_result);
+          const std::vector<float> vector_result = run(cpu::bf16_gemm, a, b, alpha, beta, before);
+          check_against_float64(a, b, alpha, beta, before, vector_result);
           // The portable kernel is the instruction's arithmetic written out: same sums, same order.
-          const std::vector<float> portable_result = run(cpu::bf16_gemm_portable, a, b, beta, before);
-          check_against_float64(a, b, beta, before, portable_result);
+          const std::vector<float> portable_result = run(cpu::bf16_gemm_portable, a, b, alpha, beta, before);
+          check_against_float64(a, b, alpha, beta, before, portable_result);
           CHECK(same_bits(vector_result, portable_result));
           // Into a bfloat16 c: the float32 result from the same (rounded) c, rounded once where
           // stored, subnormals read as zero as vcvtneps2bf16 reads them.
           std::vector<float> rounded_before;
           for (const float x : before) rounded_before.push_back(static_cast<float>(BFloat16(x)));
-          const std::vector<float> from_rounded = run(cpu::bf16_gemm, a, b, beta, rounded_before);
-          const std::vector<BFloat16> rounded = run_rounded(cpu::bf16_gemm, a, b, beta, before);
+          const std::vector<float> from_rounded = run(cpu::bf16_gemm, a, b, alpha, beta, rounded_before);
+          const std::vector<BFloat16> rounded = run_rounded(cpu::bf16_gemm, a, b, alpha, beta, before);
           for (size_t e = 0; e < rounded.size(); ++e) {
             const float x = from_rounded[e];
             const BFloat16 expected(std::fabs(x) < FLT_MIN ? std::copysign(0.0f, x) : x);
             REQUIRE_MESSAGE(rounded[e].bits == expected.bits, "element " << e << ": " << x);
           }
-          CHECK(same_bits(rounded, run_rounded(cpu::bf16_gemm_portable, a, b, beta, before)));
+          CHECK(same_bits(rounded, run_rounded(cpu::bf16_gemm_portable, a, b, alpha, beta, before)));
         }
       }
     }
@@ -167,13 +172,13 @@ TEST_CASE("bf16_gemm gives the same bits on one thread as on all of them") {
     CAPTURE(shape.m);
     const StoredMatrix a(shape.m, shape.k, false, random), b(shape.k, shape.n, true, random);
     const std::vector<float> before = initial_c(shape.m, shape.n, 0.0f, random);
-    const std::vector<float> shared = run(cpu::bf16_gemm, a, b, 0.0f, before);
+    const std::vector<float> shared = run(cpu::bf16_gemm, a, b, 1.0f, 0.0f, before);
     std::vector<float> alone;
     // Called inside a parallel region, the product runs on the calling thread alone.
 #pragma omp parallel num_threads(2)
     {
 #pragma omp single
-      alone = run(cpu::bf16_gemm, a, b, 0.0f, before);
+      alone = run(cpu::bf16_gemm, a, b, 1.0f, 0.0f, before);
     }
     CHECK(same_bits(shared, alone));
   }
@@ -188,7 +193,7 @@ TEST_CASE("bf16_gemm: subnormals count as zero, infinities and NaNs propagate, p
     for (const float x : b) b16.push_back(BFloat16(x));
     float c = -1.0f;
     const auto k = static_cast<int64_t>(a.size());
-    gemm(1, 1, k, {a16.data(), k, false}, {b16.data(), 1, false}, 0.0f, &c, 1);
+    gemm(1, 1, k, 1.0f, {a16.data(), k, false}, {b16.data(), 1, false}, 0.0f, &c, 1);
     return c;
   };
   for (const Gemm gemm : {static_cast<Gemm>(cpu::bf16_gemm), static_cast<Gemm>(cpu::bf16_gemm_portable)}) {

@@ -355,7 +355,7 @@ TEST_CASE("16-bit dropout: the float32 mask of the same seed, kept values scaled
   }
 }
 
-TEST_CASE("16-bit scaled_dot_product_attention: fused kernels in float32, float32 softmax saved, rounded once") {
+TEST_CASE("16-bit scaled_dot_product_attention: float32 softmax and sums, saved softmax float32, rounded once") {
   struct Case {
     const char* name;
     bool causal = false;
@@ -389,13 +389,35 @@ TEST_CASE("16-bit scaled_dot_product_attention: fused kernels in float32, float3
       const Tensor out16 = scaled_dot_product_attention(q16, k16, v16, options16);
       manual_seed(8);
       const Tensor out32 = scaled_dot_product_attention(q32, k32, v32, options32);
-      // The same float32 kernels on the same values: float32 rounding apart, the same result.
-      check_matches_rounded(out16, out32, dtype);
+      // The same float32 arithmetic on the same values: float32 rounding apart, the same result,
+      // but for bfloat16 products on AVX512-BF16, which round the weights W and the scores'
+      // gradient dS to bfloat16 (core/ops/attention_cpu.cpp). Each such rounding moves a term of
+      // a product by at most u = 2^-8 of itself, so the products' errors are bounded by u times
+      // the products of magnitudes: u |W| |v| for out, u |W|^T |dO| for dV, u scale |dS| |k| and
+      // u scale |dS|^T |q| for dQ and dK. With P the softmax (rows summing to 1) and f = 1/(1 - p)
+      // the dropout's largest factor, |W| <= f P and |dS| = P |dP - rowsum(P dP)| <= P (A +
+      // rowsum(P A)), where |dP| <= A = f |dO| |v|^T.
+      Tensor bound_out, bound_q, bound_k, bound_v;
+      if (dtype == kBFloat16 && cpu::bf16_gemm_in_hardware()) {
+        AttentionOptions plain = options32;
+        plain.dropout_p = 0.0;
+        const Tensor softmax = scaled_dot_product_attention_with_weights(q, k, v, plain).weights;
+        const Tensor p = where(eq(softmax, softmax), softmax, 0.0);  // a fully masked row's NaNs: no terms
+        const double u = 0x1p-8, f = 1.0 / (1.0 - c.dropout_p), scale = 1.0 / std::sqrt(8.0);
+        const Tensor p_t = transpose(p, -2, -1);
+        bound_out = mul(matmul(p, abs(v)), u * f);
+        bound_v = mul(matmul(p_t, abs(grad)), u * f);
+        const Tensor a = mul(matmul(abs(grad), transpose(abs(v), -2, -1)), f);
+        const Tensor d_scores = mul(p, add(a, sum(mul(p, a), {-1}, true)));
+        bound_q = mul(matmul(d_scores, abs(k)), u * scale);
+        bound_k = mul(matmul(transpose(d_scores, -2, -1), abs(q)), u * scale);
+      }
+      check_matches_rounded(out16, out32, dtype, 1.0, bound_out);
       out16.backward(grad.to(dtype));
       out32.backward(grad);
-      check_matches_rounded(q16.grad(), q32.grad(), dtype);
-      check_matches_rounded(k16.grad(), k32.grad(), dtype);
-      check_matches_rounded(v16.grad(), v32.grad(), dtype);
+      check_matches_rounded(q16.grad(), q32.grad(), dtype, 1.0, bound_q);
+      check_matches_rounded(k16.grad(), k32.grad(), dtype, 1.0, bound_k);
+      check_matches_rounded(v16.grad(), v32.grad(), dtype, 1.0, bound_v);
     }
   }
   const Tensor q = ones({1, 2, 4}, kBFloat16);

@@ -88,7 +88,9 @@ void pack_strips(const Bf16Operand& a, int64_t row0, int64_t rows, int64_t depth
     if (!a.transposed) {  // a row of op(a) is contiguous along k
       for (int64_t r = 0; r < valid; ++r) {
         const BFloat16* row = a.data + (row0 + s * kRows + r) * a.ld;
-        for (int64_t q = 0; 2 * q + 1 < depth; ++q) strip[q * kRows + r] = pair_word(row[2 * q].bits, row[2 * q + 1].bits);
+        for (int64_t q = 0; 2 * q + 1 < depth; ++q) {
+          strip[q * kRows + r] = pair_word(row[2 * q].bits, row[2 * q + 1].bits);
+        }
         if (depth % 2 == 1) strip[(pairs - 1) * kRows + r] = pair_word(row[depth - 1].bits, 0);
       }
     } else {  // a column of op(a) is contiguous: pair q joins two of them
@@ -129,7 +131,7 @@ void pack_panel(const Bf16Operand& b, int64_t depth, int64_t col0, int64_t cols,
 }
 
 // The micro-kernels. Each computes tile = the strip times the panel, then for the r < rows and
-// j < cols inside the matrix stores c[r][j] = tile[r][j] + beta c[r][j] (beta = 0: c not read),
+// j < cols inside the matrix stores c[r][j] = alpha tile[r][j] + beta c[r][j] (beta = 0: c not read),
 // rounded once into a bfloat16 c. Out is float or BFloat16.
 
 // The instruction's arithmetic on one lane, written out: subnormal inputs and results are zero,
@@ -144,7 +146,7 @@ float bf16_half_as_float(uint32_t word, int shift) {
 struct PortableKernel {
   template <class Out>
   static void run(int64_t pairs, const uint32_t* strip, const uint32_t* panel, Out* c, int64_t ldc, int64_t rows,
-                  int64_t cols, float beta) {
+                  int64_t cols, float alpha, float beta) {
     float tile[kRows][kColumns] = {};
     for (int64_t q = 0; q < pairs; ++q) {
       for (int64_t r = 0; r < kRows; ++r) {
@@ -161,7 +163,8 @@ struct PortableKernel {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t j = 0; j < cols; ++j) {
         Out& out = c[r * ldc + j];
-        const float value = beta == 0 ? tile[r][j] : std::fma(beta, static_cast<float>(out), tile[r][j]);
+        const float product = alpha == 1 ? tile[r][j] : alpha * tile[r][j];
+        const float value = beta == 0 ? product : std::fma(beta, static_cast<float>(out), product);
         // Rounding to bfloat16 (vcvtneps2bf16) reads a subnormal as zero too.
         out = std::is_same_v<Out, BFloat16> ? static_cast<Out>(flush_subnormal(value)) : static_cast<Out>(value);
       }
@@ -188,7 +191,7 @@ inline void store_lanes(BFloat16* c, __mmask16 mask, __m512 value) {
 struct Avx512Bf16Kernel {
   template <class Out>
   static void run(int64_t pairs, const uint32_t* strip, const uint32_t* panel, Out* c, int64_t ldc, int64_t rows,
-                  int64_t cols, float beta) {
+                  int64_t cols, float alpha, float beta) {
     __m512 left[kRows], right[kRows];
 #pragma GCC unroll 12
     for (int r = 0; r < kRows; ++r) left[r] = right[r] = _mm512_setzero_ps();
@@ -205,14 +208,18 @@ struct Avx512Bf16Kernel {
     }
     const auto left_mask = static_cast<__mmask16>(cols >= 16 ? 0xffff : (1u << cols) - 1);
     const auto right_mask = static_cast<__mmask16>(cols >= 32 ? 0xffff : cols <= 16 ? 0 : (1u << (cols - 16)) - 1);
-    const __m512 scale = _mm512_set1_ps(beta);
+    const __m512 scale = _mm512_set1_ps(alpha), old_scale = _mm512_set1_ps(beta);
 #pragma GCC unroll 12
     for (int r = 0; r < kRows; ++r) {
       if (r >= rows) break;
       Out* row = c + r * ldc;
+      if (alpha != 1) {
+        left[r] = _mm512_mul_ps(scale, left[r]);
+        right[r] = _mm512_mul_ps(scale, right[r]);
+      }
       if (beta != 0) {
-        left[r] = _mm512_fmadd_ps(scale, load_lanes(row, left_mask), left[r]);
-        right[r] = _mm512_fmadd_ps(scale, load_lanes(row + 16, right_mask), right[r]);
+        left[r] = _mm512_fmadd_ps(old_scale, load_lanes(row, left_mask), left[r]);
+        right[r] = _mm512_fmadd_ps(old_scale, load_lanes(row + 16, right_mask), right[r]);
       }
       store_lanes(row, left_mask, left[r]);
       store_lanes(row + 16, right_mask, right[r]);
@@ -247,7 +254,8 @@ uint32_t* strips_scratch(int64_t words) {
 
 // The product on the calling thread, k <= kMaxDepth: the loops of the file's header comment.
 template <class Kernel, class Out>
-void blocked_gemm(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, float beta, Out* c,
+void blocked_gemm(int64_t m, int64_t n, int64_t k, float alpha, const Bf16Operand& a, const Bf16Operand& b, float beta,
+                  Out* c,
                   int64_t ldc) {
   const int64_t pairs = (k + 1) / 2;
   const int64_t max_rows = row_block(k), max_cols = column_block(k);
@@ -266,7 +274,7 @@ void blocked_gemm(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const B
         for (int64_t s = 0; s * kRows < rows; ++s) {
           Kernel::run(pairs, strips + s * pairs * kRows, panels + p * pairs * kColumns,
                       c + (row0 + s * kRows) * ldc + first_col, ldc, std::min(kRows, rows - s * kRows),
-                      std::min(kColumns, n - first_col), beta);
+                      std::min(kColumns, n - first_col), alpha, beta);
         }
       }
     }
@@ -276,23 +284,24 @@ void blocked_gemm(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const B
 // Any depth, on the calling thread: slices of kMaxDepth, the later ones added to the first's sums
 // in a float32 c (for a bfloat16 c, a float32 copy rounded at the end).
 template <class Kernel, class Out>
-void deep_gemm(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, float beta, Out* c,
+void deep_gemm(int64_t m, int64_t n, int64_t k, float alpha, const Bf16Operand& a, const Bf16Operand& b, float beta,
+               Out* c,
                int64_t ldc) {
   if (k <= kMaxDepth) {
-    blocked_gemm<Kernel>(m, n, k, a, b, beta, c, ldc);
+    blocked_gemm<Kernel>(m, n, k, alpha, a, b, beta, c, ldc);
     return;
   }
   if constexpr (std::is_same_v<Out, BFloat16>) {
     std::vector<float> sums(static_cast<size_t>(m * n));
     for (int64_t i = 0; i < m && beta != 0; ++i) widen_row(c + i * ldc, n, sums.data() + i * n);
-    deep_gemm<Kernel>(m, n, k, a, b, beta, sums.data(), n);
+    deep_gemm<Kernel>(m, n, k, alpha, a, b, beta, sums.data(), n);
     for (int64_t i = 0; i < m; ++i) round_row(sums.data() + i * n, n, c + i * ldc);
   } else {
     for (int64_t depth0 = 0; depth0 < k; depth0 += kMaxDepth) {
       const int64_t depth = std::min(kMaxDepth, k - depth0);
       const Bf16Operand slice_of_a{a.transposed ? a.data + depth0 * a.ld : a.data + depth0, a.ld, a.transposed};
       const Bf16Operand slice_of_b{b.transposed ? b.data + depth0 : b.data + depth0 * b.ld, b.ld, b.transposed};
-      blocked_gemm<Kernel>(m, n, depth, slice_of_a, slice_of_b, depth0 == 0 ? beta : 1.0f, c, ldc);
+      blocked_gemm<Kernel>(m, n, depth, alpha, slice_of_a, slice_of_b, depth0 == 0 ? beta : 1.0f, c, ldc);
     }
   }
 }
@@ -302,7 +311,8 @@ void deep_gemm(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16
 // all of b, which costs k n beside its m k n / threads multiply-adds), else by columns. Each
 // thread runs the whole blocked product on its part, with no barrier until the end.
 template <class Kernel, class Out>
-void shared_gemm(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, float beta, Out* c,
+void shared_gemm(int64_t m, int64_t n, int64_t k, float alpha, const Bf16Operand& a, const Bf16Operand& b, float beta,
+                 Out* c,
                  int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum
@@ -315,7 +325,7 @@ void shared_gemm(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf
   }
   const int64_t threads = omp_in_parallel() || m * n * k < kMinWorkToShare ? 1 : omp_get_max_threads();
   if (threads == 1) {
-    deep_gemm<Kernel>(m, n, k, a, b, beta, c, ldc);
+    deep_gemm<Kernel>(m, n, k, alpha, a, b, beta, c, ldc);
     return;
   }
   // Parts are whole tiles (kRows rows or kColumns columns) but the last.
@@ -328,10 +338,10 @@ void shared_gemm(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf
     const int64_t last = std::min((part + 1) * units / parts * unit, by_rows ? m : n);
     if (by_rows) {
       const Bf16Operand rows_of_a{a.transposed ? a.data + first : a.data + first * a.ld, a.ld, a.transposed};
-      deep_gemm<Kernel>(last - first, n, k, rows_of_a, b, beta, c + first * ldc, ldc);
+      deep_gemm<Kernel>(last - first, n, k, alpha, rows_of_a, b, beta, c + first * ldc, ldc);
     } else {
       const Bf16Operand columns_of_b{b.transposed ? b.data + first * b.ld : b.data + first, b.ld, b.transposed};
-      deep_gemm<Kernel>(m, last - first, k, a, columns_of_b, beta, c + first, ldc);
+      deep_gemm<Kernel>(m, last - first, k, alpha, a, columns_of_b, beta, c + first, ldc);
     }
   }
 }
@@ -346,23 +356,24 @@ using FastestKernel = PortableKernel;
 
 bool bf16_gemm_in_hardware() { return !std::is_same_v<FastestKernel, PortableKernel>; }
 
-void bf16_gemm(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, float beta, float* c, int64_t ldc) {
-  shared_gemm<FastestKernel>(m, n, k, a, b, beta, c, ldc);
+void bf16_gemm(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
+               float* c, int64_t ldc) {
+  shared_gemm<FastestKernel>(m, n, k, alpha, a, b, beta, c, ldc);
 }
 
-void bf16_gemm(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, float beta, BFloat16* c,
-               int64_t ldc) {
-  shared_gemm<FastestKernel>(m, n, k, a, b, beta, c, ldc);
+void bf16_gemm(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
+               BFloat16* c, int64_t ldc) {
+  shared_gemm<FastestKernel>(m, n, k, alpha, a, b, beta, c, ldc);
 }
 
-void bf16_gemm_portable(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, float beta, float* c,
-                        int64_t ldc) {
-  shared_gemm<PortableKernel>(m, n, k, a, b, beta, c, ldc);
+void bf16_gemm_portable(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
+                        float* c, int64_t ldc) {
+  shared_gemm<PortableKernel>(m, n, k, alpha, a, b, beta, c, ldc);
 }
 
-void bf16_gemm_portable(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, float beta, BFloat16* c,
-                        int64_t ldc) {
-  shared_gemm<PortableKernel>(m, n, k, a, b, beta, c, ldc);
+void bf16_gemm_portable(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
+                        BFloat16* c, int64_t ldc) {
+  shared_gemm<PortableKernel>(m, n, k, alpha, a, b, beta, c, ldc);
 }
 
 }  // namespace ember::cpu

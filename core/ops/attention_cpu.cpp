@@ -14,15 +14,23 @@
 //                             dQ = scale dS k,  dK = scale dS^T q
 // The dropout mask is not stored: both passes draw it again, as the dropout op does.
 //
-// 16-bit q, k, v (and a float mask of their dtype) are widened to float32 copies on which the
-// float32 kernels run; the softmax saved for backward is that float32 one, and the output and
-// the gradients are rounded once into their 16-bit tensors.
+// 16-bit q, k, v: the softmax, its backward and the softmax saved for backward are float32.
+// - bfloat16 on a CPU with AVX512-BF16 (cpu::bf16_gemm): the products take q, k, v and dO as
+//   they are, and the weights W and the scores' gradient dS rounded once to bfloat16, as
+//   FlashAttention on GPUs and PyTorch's CPU kernel do; their float32 sums are rounded once into
+//   out and the gradients. The roundings of W and dS are the only difference from float32
+//   arithmetic, at most 2^-8 of each term (tests/test_half_nn_ops.cpp bounds them).
+// - otherwise q, k, v (and a float mask of their dtype) are widened to float32 copies on which
+//   the float32 kernels run, and the output and the gradients are rounded once.
 #include <omp.h>
 
 #include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "core/cpu/bf16_gemm.h"
 #include "core/cpu/blas.h"
+#include "core/cpu/half_rows.h"
 #include "core/cpu/philox_block.h"
 #include "core/cpu/softmax_row.h"
 #include "core/ops/attention.h"
@@ -103,12 +111,33 @@ class RowMask {
   int64_t row_stride_ = 0, column_stride_ = 0;
 };
 
-// C = alpha op(A) op(B) for one matrix of the batch (dims checked to fit BLAS's int by the op).
+// C = alpha op(A) op(B) for one matrix of the batch (dims checked to fit BLAS's int by the op):
+// BLAS for float32 and float64 operands; for bfloat16 operands ember's bf16_gemm, whose float32
+// sums go into a float32 C (scores) or are rounded once into a bfloat16 one (out, gradients).
 template <class T>
 void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
              const T* b, int64_t ldb, T* c, int64_t ldc) {
   cpu::blas_gemm(trans_a, trans_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
                  static_cast<int>(lda), b, static_cast<int>(ldb), T(0), c, static_cast<int>(ldc));
+}
+
+template <class Out>
+void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
+             int64_t lda, const BFloat16* b, int64_t ldb, Out* c, int64_t ldc) {
+  cpu::bf16_gemm(m, n, k, alpha, {a, lda, trans_a}, {b, ldb, trans_b}, 0.0f, c, ldc);
+}
+
+// count values of the kernel's arithmetic type C (the weights, the scores' gradient) as an
+// operand of a product on operands of type T: the values themselves, or for bfloat16 operands a
+// copy rounded once into `rounded`.
+template <class T, class C>
+const T* as_operand(const C* values, int64_t count, T* rounded) {
+  if constexpr (std::is_same_v<T, C>) {
+    return values;
+  } else {
+    cpu::round_row(values, count, rounded);
+    return rounded;
+  }
 }
 
 // factors[j] = 1 / (1 - p) if the dropout op keeps element first + j of the weights, else 0:
@@ -132,20 +161,25 @@ void dropout_factors(const PhiloxState& state, int64_t first, int64_t count, dou
   }
 }
 
-// Runs body(n, scratch) for each of `count` matrices: one matrix per thread with BLAS
-// single-threaded inside, when there are enough matrices and work to share; otherwise one
-// after another, BLAS using its own threads. Each thread gets `scratch_size` elements of
-// scratch from ember's caching allocator.
-template <class T, class Body>
-void for_each_matrix(int64_t count, int64_t work_per_matrix, int64_t scratch_size, Body body) {
+// Runs body(n, scratch, rounded) for each of `count` matrices: one matrix per thread with the
+// products single-threaded inside, when there are enough matrices and work to share; otherwise
+// one after another, the products using all threads. Each thread gets `scratch_size` elements of
+// scratch of the arithmetic type C and `rounded_size` of the operand type T, from ember's caching
+// allocator.
+template <class T, class C, class Body>
+void for_each_matrix(int64_t count, int64_t work_per_matrix, int64_t scratch_size, int64_t rounded_size, Body body) {
   constexpr int64_t kMinWorkToSplit = 1 << 15;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const bool split = threads > 1 && count >= threads && count * work_per_matrix >= kMinWorkToSplit;
   const int teams = split ? threads : 1;
-  const Tensor scratch = make_tensor({std::max<int64_t>(teams * scratch_size, 1)}, dtype_of<T>(), Device());
-  T* const scratch_data = scratch.data_ptr<T>();
+  const Tensor scratch = make_tensor({std::max<int64_t>(teams * scratch_size, 1)}, dtype_of<C>(), Device());
+  const Tensor rounded = make_tensor({std::max<int64_t>(teams * rounded_size, 1)}, dtype_of<T>(), Device());
+  C* const scratch_data = scratch.data_ptr<C>();
+  T* const rounded_data = rounded.data_ptr<T>();
 #pragma omp parallel for if (split) num_threads(teams) schedule(static)
-  for (int64_t n = 0; n < count; ++n) body(n, scratch_data + omp_get_thread_num() * scratch_size);
+  for (int64_t n = 0; n < count; ++n) {
+    body(n, scratch_data + omp_get_thread_num() * scratch_size, rounded_data + omp_get_thread_num() * rounded_size);
+  }
 }
 
 // The arguments with a 16-bit additive mask widened to float32, for the float32 kernels.
@@ -168,9 +202,51 @@ void round_into(const Tensor& result, const Tensor& result32) {
   if (result.defined()) kernels::copy[result.device()](result, result32);
 }
 
+// The forward on operands of type T (float64, float32, or bfloat16 with C = float32): writes out
+// and the softmax, probs, [*batch, L, S] of the arithmetic type C.
+template <class T, class C = compute_type<T>>
+void attention_forward(const Tensor& out, const Tensor& q_tensor, const Tensor& k_tensor, const Tensor& v_tensor,
+                       const Tensor& probs, const kernels::AttentionArgs& args) {
+  const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), o(out);
+  const RowMask<C> mask(args);
+  const int64_t L = q_tensor.size(-2), E = q_tensor.size(-1), S = k_tensor.size(-2), Ev = v_tensor.size(-1);
+  const bool dropout = args.dropout_p > 0.0;
+  C* const all_probs = probs.data_ptr<C>();
+  const int64_t matrices = static_cast<int64_t>(q.offsets.size());
+  const int64_t rounded_size = std::is_same_v<T, C> ? 0 : L * S;
+  for_each_matrix<T, C>(matrices, L * S * (E + Ev), dropout ? L * S : 0, rounded_size,
+                        [&](int64_t n, C* weights, T* rounded) {
+    C* const p = all_probs + n * L * S;
+    product(q.transposed(), !k.transposed(), L, S, E, static_cast<C>(args.scale), q.matrix(n), q.ld(), k.matrix(n),
+            k.ld(), p, S);
+    for (int64_t i = 0; i < L; ++i) {
+      mask.apply(p + i * S, n, i, S);
+      cpu::softmax_row<C>(p + i * S, p + i * S, nullptr, nullptr, S, /*log=*/false);
+    }
+    if (dropout) {
+      dropout_factors(args.dropout_state, n * L * S, L * S, args.dropout_p, weights);
+#pragma omp simd
+      for (int64_t e = 0; e < L * S; ++e) weights[e] *= p[e];
+    }
+    product(false, v.transposed(), L, Ev, S, C(1), as_operand(dropout ? weights : p, L * S, rounded), S, v.matrix(n),
+            v.ld(), o.matrix(n), o.ld());
+  });
+}
+
+// Whether bfloat16 attention runs its products on bfloat16 operands (cpu::bf16_gemm) rather than
+// on float32 copies: where the CPU has the instruction that makes them faster.
+bool bfloat16_products(const Tensor& q) { return q.dtype() == kBFloat16 && cpu::bf16_gemm_in_hardware(); }
+
 // Returns the softmax, which the backward reads (float32 for 16-bit inputs).
 Tensor attention_cpu(const Tensor& out, const Tensor& q_tensor, const Tensor& k_tensor, const Tensor& v_tensor,
                      const kernels::AttentionArgs& args) {
+  Shape probs_shape = q_tensor.sizes();  // [*batch, L, S]: q, k and v share their batch dims here
+  probs_shape.back() = k_tensor.size(-2);
+  if (bfloat16_products(q_tensor)) {
+    const Tensor probs = make_tensor(probs_shape, kFloat32, q_tensor.device());
+    attention_forward<BFloat16>(out, q_tensor, k_tensor, v_tensor, probs, with_float32_mask(args));
+    return probs;
+  }
   if (is_16_bit_floating_point(q_tensor.dtype())) {
     const Tensor out32 = float32_result_for(out);
     const Tensor probs = attention_cpu(out32, cpu::widened_to_float32(q_tensor), cpu::widened_to_float32(k_tensor),
@@ -178,41 +254,85 @@ Tensor attention_cpu(const Tensor& out, const Tensor& q_tensor, const Tensor& k_
     round_into(out, out32);
     return probs;
   }
-  Shape probs_shape = q_tensor.sizes();  // [*batch, L, S]: q, k and v share their batch dims here
-  probs_shape.back() = k_tensor.size(-2);
   const Tensor probs = make_tensor(probs_shape, q_tensor.dtype(), q_tensor.device());
   visit_float32_or_float64(q_tensor.dtype(), "attention", [&]<class T>() {
-    const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), o(out);
-    const RowMask<T> mask(args);
-    const int64_t L = q_tensor.size(-2), E = q_tensor.size(-1), S = k_tensor.size(-2), Ev = v_tensor.size(-1);
-    const bool dropout = args.dropout_p > 0.0;
-    T* const all_probs = probs.data_ptr<T>();
-    const int64_t matrices = static_cast<int64_t>(q.offsets.size());
-    for_each_matrix<T>(matrices, L * S * (E + Ev), dropout ? L * S : 0, [&](int64_t n, T* weights) {
-      T* const p = all_probs + n * L * S;
-      product(q.transposed(), !k.transposed(), L, S, E, static_cast<T>(args.scale), q.matrix(n), q.ld(), k.matrix(n),
-              k.ld(), p, S);
-      for (int64_t i = 0; i < L; ++i) {
-        mask.apply(p + i * S, n, i, S);
-        cpu::softmax_row<T>(p + i * S, p + i * S, nullptr, nullptr, S, /*log=*/false);
-      }
-      if (dropout) {
-        dropout_factors(args.dropout_state, n * L * S, L * S, args.dropout_p, weights);
-#pragma omp simd
-        for (int64_t e = 0; e < L * S; ++e) weights[e] *= p[e];
-      }
-      product(false, v.transposed(), L, Ev, S, T(1), dropout ? weights : p, S, v.matrix(n), v.ld(), o.matrix(n),
-              o.ld());
-    });
+    attention_forward<T>(out, q_tensor, k_tensor, v_tensor, probs, args);
   });
   return probs;
 }
 EMBER_REGISTER_KERNEL(kernels::attention, DeviceType::CPU, attention_cpu);
 
+// The backward on operands of type T, the softmax of type C (see attention_forward).
+template <class T, class C = compute_type<T>>
+void attention_backward(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v, const Tensor& grad_out,
+                        const Tensor& q_tensor, const Tensor& k_tensor, const Tensor& v_tensor, const Tensor& probs,
+                        const kernels::AttentionArgs& args) {
+  const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), d_out(grad_out);
+  const BatchOperand<T> d_q = grad_q.defined() ? BatchOperand<T>(grad_q) : BatchOperand<T>();
+  const BatchOperand<T> d_k = grad_k.defined() ? BatchOperand<T>(grad_k) : BatchOperand<T>();
+  const BatchOperand<T> d_v = grad_v.defined() ? BatchOperand<T>(grad_v) : BatchOperand<T>();
+  const RowMask<C> mask(args);
+  const int64_t L = q_tensor.size(-2), E = q_tensor.size(-1), S = k_tensor.size(-2), Ev = v_tensor.size(-1);
+  const bool dropout = args.dropout_p > 0.0;
+  const bool need_scores = grad_q.defined() || grad_k.defined();
+  const C* const all_probs = probs.data_ptr<C>();
+  const C scale = static_cast<C>(args.scale);
+  const int64_t matrices = static_cast<int64_t>(q.offsets.size());
+  // Scratch: the scores' gradient, and with dropout the keep factors and the weights; for
+  // bfloat16 operands, the weights' and then the scores' gradient's rounded copy.
+  const int64_t scratch = L * S * (dropout ? 3 : 1);
+  const int64_t rounded_size = std::is_same_v<T, C> ? 0 : L * S;
+  for_each_matrix<T, C>(matrices, L * S * 2 * (E + Ev), scratch, rounded_size, [&](int64_t n, C* buffer, T* rounded) {
+    const C* const p = all_probs + n * L * S;
+    C* const grad_scores = buffer;
+    C* const factors = buffer + L * S;
+    C* const weights = buffer + 2 * L * S;
+    if (dropout) {
+      dropout_factors(args.dropout_state, n * L * S, L * S, args.dropout_p, factors);
+#pragma omp simd
+      for (int64_t e = 0; e < L * S; ++e) weights[e] = p[e] * factors[e];
+    }
+    if (grad_v.defined()) {
+      product(true, d_out.transposed(), S, Ev, L, C(1), as_operand(dropout ? weights : p, L * S, rounded), S,
+              d_out.matrix(n), d_out.ld(), d_v.matrix(n), d_v.ld());
+    }
+    if (!need_scores) return;
+    product(d_out.transposed(), !v.transposed(), L, S, Ev, C(1), d_out.matrix(n), d_out.ld(), v.matrix(n), v.ld(),
+            grad_scores, S);
+    for (int64_t i = 0; i < L; ++i) {
+      C* const g = grad_scores + i * S;
+      const C* const p_row = p + i * S;
+      if (dropout) {
+        const C* const f = factors + i * S;
+#pragma omp simd
+        for (int64_t j = 0; j < S; ++j) g[j] *= f[j];
+      }
+      C dot = 0;
+#pragma omp simd reduction(+ : dot)
+      for (int64_t j = 0; j < S; ++j) dot += g[j] * p_row[j];
+#pragma omp simd
+      for (int64_t j = 0; j < S; ++j) g[j] = p_row[j] * (g[j] - dot);
+      mask.zero_masked(g, n, i, S);
+    }
+    const T* const d_scores = as_operand(grad_scores, L * S, rounded);
+    if (grad_q.defined()) {
+      product(false, k.transposed(), L, E, S, scale, d_scores, S, k.matrix(n), k.ld(), d_q.matrix(n), d_q.ld());
+    }
+    if (grad_k.defined()) {
+      product(true, q.transposed(), S, E, L, scale, d_scores, S, q.matrix(n), q.ld(), d_k.matrix(n), d_k.ld());
+    }
+  });
+}
+
 void attention_backward_cpu(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
                             const Tensor& grad_out, const Tensor& q_tensor, const Tensor& k_tensor,
                             const Tensor& v_tensor, const Tensor& out, const Tensor& probs,
                             const kernels::AttentionArgs& args) {
+  if (bfloat16_products(q_tensor)) {
+    attention_backward<BFloat16>(grad_q, grad_k, grad_v, grad_out, q_tensor, k_tensor, v_tensor, probs,
+                                 with_float32_mask(args));
+    return;
+  }
   if (is_16_bit_floating_point(q_tensor.dtype())) {
     const Tensor grad_q32 = float32_result_for(grad_q), grad_k32 = float32_result_for(grad_k),
                  grad_v32 = float32_result_for(grad_v);
@@ -225,58 +345,7 @@ void attention_backward_cpu(const Tensor& grad_q, const Tensor& grad_k, const Te
     return;
   }
   visit_float32_or_float64(q_tensor.dtype(), "attention_backward", [&]<class T>() {
-    const BatchOperand<T> q(q_tensor), k(k_tensor), v(v_tensor), d_out(grad_out);
-    const BatchOperand<T> d_q = grad_q.defined() ? BatchOperand<T>(grad_q) : BatchOperand<T>();
-    const BatchOperand<T> d_k = grad_k.defined() ? BatchOperand<T>(grad_k) : BatchOperand<T>();
-    const BatchOperand<T> d_v = grad_v.defined() ? BatchOperand<T>(grad_v) : BatchOperand<T>();
-    const RowMask<T> mask(args);
-    const int64_t L = q_tensor.size(-2), E = q_tensor.size(-1), S = k_tensor.size(-2), Ev = v_tensor.size(-1);
-    const bool dropout = args.dropout_p > 0.0;
-    const bool need_scores = grad_q.defined() || grad_k.defined();
-    const T* const all_probs = probs.data_ptr<T>();
-    const T scale = static_cast<T>(args.scale);
-    const int64_t matrices = static_cast<int64_t>(q.offsets.size());
-    // Scratch: the scores' gradient, and with dropout the keep factors and the weights.
-    const int64_t scratch = L * S * (dropout ? 3 : 1);
-    for_each_matrix<T>(matrices, L * S * 2 * (E + Ev), scratch, [&](int64_t n, T* buffer) {
-      const T* const p = all_probs + n * L * S;
-      T* const grad_scores = buffer;
-      T* const factors = buffer + L * S;
-      T* const weights = buffer + 2 * L * S;
-      if (dropout) {
-        dropout_factors(args.dropout_state, n * L * S, L * S, args.dropout_p, factors);
-#pragma omp simd
-        for (int64_t e = 0; e < L * S; ++e) weights[e] = p[e] * factors[e];
-      }
-      if (grad_v.defined()) {
-        product(true, d_out.transposed(), S, Ev, L, T(1), dropout ? weights : p, S, d_out.matrix(n), d_out.ld(),
-                d_v.matrix(n), d_v.ld());
-      }
-      if (!need_scores) return;
-      product(d_out.transposed(), !v.transposed(), L, S, Ev, T(1), d_out.matrix(n), d_out.ld(), v.matrix(n), v.ld(),
-              grad_scores, S);
-      for (int64_t i = 0; i < L; ++i) {
-        T* const g = grad_scores + i * S;
-        const T* const p_row = p + i * S;
-        if (dropout) {
-          const T* const f = factors + i * S;
-#pragma omp simd
-          for (int64_t j = 0; j < S; ++j) g[j] *= f[j];
-        }
-        T dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int64_t j = 0; j < S; ++j) dot += g[j] * p_row[j];
-#pragma omp simd
-        for (int64_t j = 0; j < S; ++j) g[j] = p_row[j] * (g[j] - dot);
-        mask.zero_masked(g, n, i, S);
-      }
-      if (grad_q.defined()) {
-        product(false, k.transposed(), L, E, S, scale, grad_scores, S, k.matrix(n), k.ld(), d_q.matrix(n), d_q.ld());
-      }
-      if (grad_k.defined()) {
-        product(true, q.transposed(), S, E, L, scale, grad_scores, S, q.matrix(n), q.ld(), d_k.matrix(n), d_k.ld());
-      }
-    });
+    attention_backward<T>(grad_q, grad_k, grad_v, grad_out, q_tensor, k_tensor, v_tensor, probs, args);
   });
 }
 EMBER_REGISTER_KERNEL(kernels::attention_backward, DeviceType::CPU, attention_backward_cpu);

@@ -136,8 +136,8 @@ void bf16_gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double b
   const BFloat16* pb = b.data_ptr<BFloat16>();
   BFloat16* c = out.data_ptr<BFloat16>();
   for_each_matrix(count, m * n * k, [&](int64_t i) {
-    cpu::bf16_gemm(m, n, k, {pa + offsets_a[i], la.ld, la.transposed}, {pb + offsets_b[i], lb.ld, lb.transposed},
-                   static_cast<float>(beta), c + i * m * n, n);
+    cpu::bf16_gemm(m, n, k, 1.0f, {pa + offsets_a[i], la.ld, la.transposed},
+                   {pb + offsets_b[i], lb.ld, lb.transposed}, static_cast<float>(beta), c + i * m * n, n);
   });
 }
 
