@@ -356,24 +356,22 @@ using FastestKernel = PortableKernel;
 
 bool bf16_gemm_in_hardware() { return !std::is_same_v<FastestKernel, PortableKernel>; }
 
-void bf16_gemm(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
-               float* c, int64_t ldc) {
+template <class Out>
+void bf16_gemm(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta, Out* c,
+               int64_t ldc) {
   shared_gemm<FastestKernel>(m, n, k, alpha, a, b, beta, c, ldc);
 }
 
-void bf16_gemm(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
-               BFloat16* c, int64_t ldc) {
-  shared_gemm<FastestKernel>(m, n, k, alpha, a, b, beta, c, ldc);
-}
-
+template <class Out>
 void bf16_gemm_portable(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
-                        float* c, int64_t ldc) {
+                        Out* c, int64_t ldc) {
   shared_gemm<PortableKernel>(m, n, k, alpha, a, b, beta, c, ldc);
 }
 
-void bf16_gemm_portable(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
-                        BFloat16* c, int64_t ldc) {
-  shared_gemm<PortableKernel>(m, n, k, alpha, a, b, beta, c, ldc);
-}
+template void bf16_gemm(int64_t, int64_t, int64_t, float, Bf16Operand, Bf16Operand, float, float*, int64_t);
+template void bf16_gemm(int64_t, int64_t, int64_t, float, Bf16Operand, Bf16Operand, float, BFloat16*, int64_t);
+template void bf16_gemm_portable(int64_t, int64_t, int64_t, float, Bf16Operand, Bf16Operand, float, float*, int64_t);
+template void bf16_gemm_portable(int64_t, int64_t, int64_t, float, Bf16Operand, Bf16Operand, float, BFloat16*,
+                                 int64_t);
 
 }  // namespace ember::cpu

@@ -37,16 +37,15 @@ bool bf16_gemm_in_hardware();
 // stored; beta c read from the bfloat16 values). beta = 0 never reads c. Runs on OpenMP's threads
 // unless called inside a parallel region. Without the instruction in the build it runs the
 // portable micro-kernel, which is correct but slow: matmul then goes through float32 sgemm.
-void bf16_gemm(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
-               float* c, int64_t ldc);
-void bf16_gemm(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
-               BFloat16* c, int64_t ldc);
+// Out: float or BFloat16.
+template <class Out>
+void bf16_gemm(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta, Out* c,
+               int64_t ldc);
 
 // The same through the portable micro-kernel whatever the build: the reference the tests hold
 // the vector kernel to, and how they check the packing and blocking on any CPU.
+template <class Out>
 void bf16_gemm_portable(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
-                        float* c, int64_t ldc);
-void bf16_gemm_portable(int64_t m, int64_t n, int64_t k, float alpha, Bf16Operand a, Bf16Operand b, float beta,
-                        BFloat16* c, int64_t ldc);
+                        Out* c, int64_t ldc);
 
 }  // namespace ember::cpu
