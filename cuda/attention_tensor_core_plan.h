@@ -127,4 +127,18 @@ inline bool tensor_cores_allowed_by(const char* environment_value) {
 bool attention_tensor_cores_allowed();
 void set_attention_tensor_cores_allowed(bool allowed);
 
+// Allows or forbids the tensor-core path for the scope's lifetime, then restores the setting.
+class AttentionTensorCoresScope {
+ public:
+  explicit AttentionTensorCoresScope(bool allowed) : before_(attention_tensor_cores_allowed()) {
+    set_attention_tensor_cores_allowed(allowed);
+  }
+  ~AttentionTensorCoresScope() { set_attention_tensor_cores_allowed(before_); }
+  AttentionTensorCoresScope(const AttentionTensorCoresScope&) = delete;
+  AttentionTensorCoresScope& operator=(const AttentionTensorCoresScope&) = delete;
+
+ private:
+  bool before_;
+};
+
 }  // namespace ember::cuda
