@@ -238,8 +238,10 @@ __device__ __forceinline__ void accumulate_strip_product(Accumulator (&acc)[D / 
   }
 }
 
-// Adds (or, with `overwrite`, stores rounded) a warp's 16 x 16 float accumulator at rows
-// [row0, +16) and columns [col0, +16) of matrix n of `operand`, through the warp's scratch.
+// A warp's 16 x 16 float accumulator, times `scale`, at rows [row0, +16) and columns
+// [col0, +16) of matrix n of `operand` (those inside `rows` and `cols`), through the warp's
+// scratch: added atomically into `added_to` (grad_q's float32 buffer) if given, else stored
+// rounded into `rounded_to`.
 template <class T>
 __device__ inline void store_gradient(const Accumulator& acc, float* scratch, float scale, T* rounded_to,
                                       float* added_to, const AttentionLayout& layout, int operand, int64_t n,
