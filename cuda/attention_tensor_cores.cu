@@ -60,6 +60,9 @@ constexpr int kTile = kTensorCoreTile;
 constexpr int kThreads = kTensorCoreThreads;
 constexpr int kFragment = 16;  // WMMA's m = n = k
 constexpr unsigned kFullWarp = 0xffffffffu;
+static_assert(kTensorCoreWarps * kFragment == kTile, "each warp owns 16 of a tile's 64 rows");
+static_assert(2 * kFragment == 32, "forward: lanes 2r and 2r + 1 share row r of the warp's 16");
+static_assert(kTile == 2 * 32, "backward: lane l takes queries l and l + 32 of the tile's 64");
 
 template <class T>
 using RowMajorA = wmma::fragment<wmma::matrix_a, kFragment, kFragment, kFragment, T, wmma::row_major>;
