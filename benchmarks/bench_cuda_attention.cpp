@@ -3,16 +3,26 @@
 // classifier's), and longer sequences (1,024 to 4,096) where the composed form's L x S scores
 // dominate memory. float32; TF32 does not enter (the fused kernels do not use tensor cores).
 //
+// Then bfloat16 at the sizes of the bar: batch 16, 16 heads, head dim 64, lengths 1,024
+// and 4,096, on the tensor-core kernels (cuda/attention_tensor_cores.cu) and, for comparison, on
+// the float32-tile kernel (tensor_cores:0, as EMBER_ATTENTION_TENSOR_CORES=0 does). The bar is
+// half of PyTorch SDPA's bf16 forward on an H100: 306 TFLOP/s at 1,024 and 433 at 4,096, so 153
+// and 216.
+//
 // FLOP counts are the useful products: 4 B H L S E forward (q k^T and weights v), three times
 // that forward and backward (the backward's recomputed scores are not counted), halved when
 // causal. Each iteration ends with a device synchronisation, so the time is the kernels'.
 //
 //   ./build/benchmarks/bench_cuda_attention --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   ./build/benchmarks/bench_cuda_attention --benchmark_filter=Bf16
 //
 // Without a GPU every case is skipped with a message.
 #include <benchmark/benchmark.h>
 
 #include "ember.h"
+#ifdef EMBER_WITH_CUDA
+#include "cuda/attention_tensor_core_plan.h"
+#endif
 
 using namespace ember;
 
@@ -20,8 +30,8 @@ namespace {
 
 constexpr int64_t kHeads = 4, kHeadDim = 64;
 
-double attention_flops(int64_t batch, int64_t length, bool causal) {
-  const double full = 4.0 * static_cast<double>(batch * kHeads) * static_cast<double>(length) *
+double attention_flops(int64_t batch, int64_t length, bool causal, int64_t heads = kHeads) {
+  const double full = 4.0 * static_cast<double>(batch * heads) * static_cast<double>(length) *
                       static_cast<double>(length) * kHeadDim;
   return causal ? full / 2 : full;
 }
@@ -92,6 +102,66 @@ void attention_cases(benchmark::internal::Benchmark* bench) {
 }
 BENCHMARK(BM_CudaAttentionForward)->Apply(attention_cases);
 BENCHMARK(BM_CudaAttentionForwardBackward)->Apply(attention_cases);
+
+constexpr int64_t kBf16Batch = 16, kBf16Heads = 16;
+
+// The tensor-core path allowed or not for one case (CUDA builds only: elsewhere every case skips).
+#ifdef EMBER_WITH_CUDA
+using TensorCoresAllowed = cuda::AttentionTensorCoresScope;
+#else
+struct TensorCoresAllowed {
+  explicit TensorCoresAllowed(bool) {}
+};
+#endif
+
+// Arguments: tensor cores or the float32-tile kernel, causal or not, length. [B, H, L, E] bfloat16.
+void BM_CudaAttentionBf16Forward(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const TensorCoresAllowed path(state.range(0) != 0);
+  const bool causal = state.range(1) != 0;
+  const int64_t length = state.range(2);
+  NoGradGuard no_grad;
+  const TensorOptions on_gpu = TensorOptions(kBFloat16).device(Device::cuda(0));
+  const Tensor q = randn({kBf16Batch, kBf16Heads, length, kHeadDim}, on_gpu), k = randn_like(q), v = randn_like(q);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, {.is_causal = causal}));
+    cuda::synchronize();
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(
+      attention_flops(kBf16Batch, length, causal, kBf16Heads) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
+void BM_CudaAttentionBf16ForwardBackward(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const TensorCoresAllowed path(state.range(0) != 0);
+  const bool causal = state.range(1) != 0;
+  const int64_t length = state.range(2);
+  const TensorOptions on_gpu = TensorOptions(kBFloat16).device(Device::cuda(0));
+  Tensor q = randn({kBf16Batch, kBf16Heads, length, kHeadDim}, on_gpu), k = randn_like(q), v = randn_like(q);
+  for (Tensor* t : {&q, &k, &v}) t->requires_grad_(true);
+  const Tensor grad = randn_like(q);
+  for (auto _ : state) {
+    scaled_dot_product_attention(q, k, v, {.is_causal = causal}).backward(grad);
+    for (Tensor* t : {&q, &k, &v}) t->mutable_grad() = Tensor();
+    cuda::synchronize();
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(
+      3 * attention_flops(kBf16Batch, length, causal, kBf16Heads) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
+void bf16_cases(benchmark::internal::Benchmark* bench) {
+  bench->ArgNames({"tensor_cores", "causal", "len"});
+  for (const int64_t tensor_cores : {1, 0}) {
+    for (const int64_t length : {1024, 4096}) {
+      for (const int64_t causal : {0, 1}) bench->Args({tensor_cores, causal, length});
+    }
+  }
+  bench->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_CudaAttentionBf16Forward)->Apply(bf16_cases);
+BENCHMARK(BM_CudaAttentionBf16ForwardBackward)->Apply(bf16_cases);
 
 }  // namespace
 

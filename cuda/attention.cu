@@ -26,23 +26,27 @@
 // block produces 64 columns of the outputs (out, or dQ, dK and dV), and the grid's z dimension
 // covers wider head dims. With E, Ev <= 64 (the common case) every tile is loaded once.
 //
-// bfloat16 and float16. q, k, v, grad_out and an additive mask are read as float into the tiles,
-// so every product, the online softmax, the log-sum-exp and the accumulators are float32 (T is
-// the element type, C = compute_t<T> the arithmetic's: the float32 kernel itself); out, grad_k
-// and grad_v are rounded once where stored, and grad_q adds up in a float32 buffer that the
-// caller rounds into the 16-bit gradient. The products are the float32 kernel's, on the CUDA
-// cores: a tensor-core (mma) path for 16-bit operands is not written yet.
+// bfloat16 and float16. When attention_uses_tensor_cores (cuda/attention_tensor_core_plan.h)
+// allows it (E, Ev <= 128 on a device of compute capability 8.0 or more, and
+// EMBER_ATTENTION_TENSOR_CORES is not 0), 16-bit operands take the tensor-core kernels of
+// cuda/attention_tensor_cores.cu (16-bit tiles, WMMA products with float32 accumulation). Otherwise
+// they come here: q, k, v, grad_out and an additive mask are read as float into the tiles, so every
+// product, the online softmax, the log-sum-exp and the accumulators are float32 (T is the element
+// type, C = compute_t<T> the arithmetic's: the float32 kernel itself); out, grad_k and grad_v are
+// rounded once where stored, and grad_q adds up in a float32 buffer that the caller rounds into the
+// 16-bit gradient. Both paths share the D pre-pass below and the masks and dropout of
+// cuda/attention_device.cuh.
 //
 // Masks and edge cases follow the CPU kernel (core/ops/attention_cpu.cpp) exactly: a masked
 // score is -inf; a row with no key to attend to gets NaN (as softmax of all -inf does), and
 // its gradient through a bool or causal mask is zero; dropout keeps element e = (n L + i) S + j
 // of the weights iff uniform_float(random word e) >= p, the dropout op's own rule.
+#include <atomic>
 #include <cmath>
-#include <limits>
+#include <cstdlib>
 
-#include "cuda/attention_kernels.h"
-#include "cuda/check.h"
-#include "cuda/half_elements.h"
+#include "cuda/attention_device.cuh"
+#include "cuda/attention_tensor_core_plan.h"
 #include "cuda/stream.h"
 
 namespace ember::cuda {
@@ -53,11 +57,6 @@ constexpr int kPitch = kTile + 1;      // a tile row in shared memory: the paddi
 constexpr int kTileElements = kTile * kPitch;
 constexpr int kThreads = 256;          // 16 x 16
 constexpr int kPerThread = 4;          // rows (and columns) of a tile per thread: 16 * 4 = 64
-
-template <class T>
-__device__ inline T minus_infinity() {
-  return -std::numeric_limits<T>::infinity();
-}
 
 // Tile `index` of the block's dynamic shared memory.
 template <class T>
@@ -147,48 +146,6 @@ __device__ inline void clear(T (&acc)[kPerThread][kPerThread]) {
     for (int c = 0; c < kPerThread; ++c) acc[r][c] = 0;
   }
 }
-
-// Whether score (i, j) of matrix n is hidden by the causal or bool mask (for i < L, j < S).
-template <class T>
-__device__ inline bool is_masked_out(const AttentionLayout& layout, const AttentionPointers<T>& args, int64_t n,
-                                     int64_t i, int64_t j) {
-  if (args.is_causal) return j > i;
-  if (args.allowed != nullptr) return !args.allowed[layout.offset(kAttentionMask, n, i, j)];
-  return false;
-}
-
-// The score of (i, j): scale q_i . k_j (the product given), masked; -inf past the lengths.
-template <class T, class C = compute_t<T>>
-__device__ inline C masked_score(const AttentionLayout& layout, const AttentionPointers<T>& args, int64_t n,
-                                 int64_t i, int64_t j, C product) {
-  if (i >= layout.target_length || j >= layout.source_length) return minus_infinity<C>();
-  if (is_masked_out(layout, args, n, i, j)) return minus_infinity<C>();
-  C score = product * args.scale;
-  if (args.added != nullptr) score += to_compute(args.added[layout.offset(kAttentionMask, n, i, j)]);
-  return score;
-}
-
-// The dropout of the weights, drawn again wherever a kernel needs a weight's factor.
-template <class T, class C = compute_t<T>>
-struct WeightsDropout {
-  bool on;
-  float p;
-  C keep_scale;        // 1 / (1 - p)
-  PhiloxState draw;    // absolute: resolved once, from the device pair inside a CUDA graph
-
-  __device__ explicit WeightsDropout(const AttentionPointers<T>& args)
-      : on(args.dropout_p > 0),
-        p(args.dropout_p),
-        keep_scale(on ? C(1) / (C(1) - C(args.dropout_p)) : C(1)),
-        draw(on ? resolve(args.dropout_state) : PhiloxState{}) {}
-
-  // 1 / (1 - p) if weight (i, j) of matrix n is kept, else 0; 1 without dropout.
-  __device__ C factor(const AttentionLayout& layout, int64_t n, int64_t i, int64_t j) const {
-    if (!on) return C(1);
-    const uint64_t element = static_cast<uint64_t>((n * layout.target_length + i) * layout.source_length + j);
-    return uniform_float(random_word(draw, element)) >= p ? keep_scale : C(0);
-  }
-};
 
 // Scores of rows [row0, +64) against keys [key0, +64), scaled and masked: contracts over E,
 // 64 dims at a time through the q and k tiles (unless `loaded`: E <= 64 and both tiles hold
@@ -434,30 +391,58 @@ __global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayou
   }
 }
 
-// Blocks along y: one per matrix, up to CUDA's limit on gridDim.y (the kernels loop past it).
-unsigned int matrix_blocks(int64_t matrices) {
-  constexpr int64_t kMaxGridY = 65535;
-  return static_cast<unsigned int>(matrices < kMaxGridY ? matrices : kMaxGridY);
+// The current device's compute capability and opt-in shared memory per block, asked of the
+// runtime once per device.
+TensorCoreDevice current_tensor_core_device() {
+  constexpr int kCachedDevices = 64;
+  static std::atomic<int> capabilities[kCachedDevices];        // 0: not asked yet
+  static std::atomic<int64_t> shared_memory[kCachedDevices];
+  int device = 0;
+  check(cudaGetDevice(&device), "attention");
+  if (device < 0 || device >= kCachedDevices) return {};
+  if (capabilities[device].load() == 0) {
+    int major = 0, minor = 0, shared = 0;
+    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "attention");
+    check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "attention");
+    check(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "attention");
+    shared_memory[device].store(shared);
+    capabilities[device].store(major * 10 + minor);
+  }
+  return {capabilities[device].load(), shared_memory[device].load()};
 }
 
-unsigned int tiles(int64_t length) { return static_cast<unsigned int>((length + kTile - 1) / kTile); }
+std::atomic<bool>& tensor_cores_setting() {
+  static std::atomic<bool> allowed(tensor_cores_allowed_by(std::getenv("EMBER_ATTENTION_TENSOR_CORES")));
+  return allowed;
+}
 
-// Kernels using more than 48 KiB of dynamic shared memory must say so once.
-template <class Kernel>
-void allow_shared_memory(Kernel kernel, size_t bytes, const char* op) {
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), op);
+template <class T>
+bool takes_tensor_cores(const AttentionLayout& layout) {
+  if constexpr (is_16_bit_element<T>) {
+    return attention_uses_tensor_cores(true, layout.embed, layout.value_embed, current_tensor_core_device(),
+                                       attention_tensor_cores_allowed());
+  } else {
+    return false;
+  }
 }
 
 }  // namespace
 
+bool attention_tensor_cores_allowed() { return tensor_cores_setting().load(); }
+void set_attention_tensor_cores_allowed(bool allowed) { tensor_cores_setting().store(allowed); }
+
 template <class T>
 void launch_attention_forward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (layout.matrices == 0 || layout.target_length == 0) return;
+  if (takes_tensor_cores<T>(layout)) {
+    if constexpr (is_16_bit_element<T>) launch_attention_forward_tensor_cores(layout, args);
+    return;
+  }
   const size_t shared = 3 * kTileElements * sizeof(compute_t<T>);
   static const bool allowed = (allow_shared_memory(attention_forward<T>, shared, "attention"), true);
   (void)allowed;
-  const dim3 grid(tiles(layout.target_length), matrix_blocks(layout.matrices),
-                  tiles(layout.value_embed > 0 ? layout.value_embed : 1));
+  const dim3 grid(attention_tiles(layout.target_length), attention_matrix_blocks(layout.matrices),
+                  attention_tiles(layout.value_embed > 0 ? layout.value_embed : 1));
   attention_forward<T><<<grid, kThreads, shared, current_stream()>>>(layout, args);
   check_launch("attention");
 }
@@ -465,9 +450,6 @@ void launch_attention_forward(const AttentionLayout& layout, const AttentionPoin
 template <class T>
 void launch_attention_backward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (layout.matrices == 0 || layout.source_length == 0) return;
-  const size_t shared = 6 * kTileElements * sizeof(compute_t<T>);
-  static const bool allowed = (allow_shared_memory(attention_backward<T>, shared, "attention_backward"), true);
-  (void)allowed;
   if (args.grad_q != nullptr || args.grad_k != nullptr) {
     const int64_t rows = layout.matrices * layout.target_length;
     const int64_t blocks = (rows + kThreads / 32 - 1) / (kThreads / 32);
@@ -475,8 +457,16 @@ void launch_attention_backward(const AttentionLayout& layout, const AttentionPoi
                            current_stream()>>>(layout, args);
     check_launch("attention_backward");
   }
+  if (takes_tensor_cores<T>(layout)) {
+    if constexpr (is_16_bit_element<T>) launch_attention_backward_tensor_cores(layout, args);
+    return;
+  }
+  const size_t shared = 6 * kTileElements * sizeof(compute_t<T>);
+  static const bool allowed = (allow_shared_memory(attention_backward<T>, shared, "attention_backward"), true);
+  (void)allowed;
   const int64_t widest = layout.embed > layout.value_embed ? layout.embed : layout.value_embed;
-  const dim3 grid(tiles(layout.source_length), matrix_blocks(layout.matrices), tiles(widest > 0 ? widest : 1));
+  const dim3 grid(attention_tiles(layout.source_length), attention_matrix_blocks(layout.matrices),
+                  attention_tiles(widest > 0 ? widest : 1));
   attention_backward<T><<<grid, kThreads, shared, current_stream()>>>(layout, args);
   check_launch("attention_backward");
 }

@@ -1,6 +1,7 @@
 // Launchers of the fused attention kernels (cuda/attention.cu), on raw pointers and an
 // AttentionLayout so that g++ can call what nvcc compiled. T: float, double, __nv_bfloat16 and
-// __half; a 16-bit attention computes in float32 (cuda/attention.cu), so its per-row values and
+// __half; a 16-bit attention keeps its softmax and accumulators in float32 (on tensor cores,
+// cuda/attention_tensor_cores.cu, or in the float32-tile kernel), so its per-row values and
 // grad_q's accumulator are float32 (compute_t<T>).
 #pragma once
 

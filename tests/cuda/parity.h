@@ -120,9 +120,12 @@ inline double half_tolerance(DType dtype, int roundings = 1) { return 2.0 * roun
 // to `dtype`; the op then runs in `dtype` on both devices, forward and backward, compared as
 // check_op_parity does (gradients under `gradient_roundings` roundings); and the GPU's 16-bit
 // result is compared with the float32 op on the GPU on the same rounded inputs, rounded to the
-// result's dtype: the rule every 16-bit kernel follows, checked without the CPU's kernels.
+// result's dtype: the rule every 16-bit kernel follows, checked without the CPU's kernels. A
+// kernel that rounds an intermediate to 16 bits too (tensor-core attention's weights) says so
+// with `forward_roundings`.
 inline void check_half_op_parity(const std::function<Tensor(const Inputs&)>& op, const std::vector<Tensor>& inputs,
-                                 DType dtype, const std::string& what, int gradient_roundings = 3) {
+                                 DType dtype, const std::string& what, int gradient_roundings = 3,
+                                 int forward_roundings = 1) {
   const std::string name = what + " in " + std::string(dtype_name(dtype));
   std::vector<Tensor> rounded, narrow_gpu, wide_gpu;
   for (const Tensor& input : inputs) {
@@ -133,11 +136,13 @@ inline void check_half_op_parity(const std::function<Tensor(const Inputs&)>& op,
     narrow_gpu.push_back(r.detach().to(kGPU));
     wide_gpu.push_back(floating ? r.detach().to(kFloat32).to(kGPU) : r.detach().to(kGPU));
   }
-  check_op_parity(op, rounded, half_tolerance(dtype), name, half_tolerance(dtype, gradient_roundings));
+  check_op_parity(op, rounded, half_tolerance(dtype, forward_roundings), name,
+                  half_tolerance(dtype, gradient_roundings));
   const Tensor result = op(narrow_gpu);
   Tensor expected = op(wide_gpu);
   if (is_floating_point(expected.dtype())) expected = expected.to(result.dtype());
-  check_parity(result, expected, half_tolerance(dtype), name + " against float32 on the GPU, rounded");
+  check_parity(result, expected, half_tolerance(dtype, forward_roundings),
+               name + " against float32 on the GPU, rounded");
 }
 
 }  // namespace ember::testing::cuda

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cuda/attention_tensor_core_plan.h"
 #include "helpers.h"
 #include "op_parity.h"
 
@@ -301,6 +302,18 @@ std::function<Tensor(const std::vector<Tensor>&)> fused_attention(AttentionOptio
   };
 }
 
+// Causal attention of q, k and v split off one projection [B, L, 3 * H * E] (the input) as head
+// views [B, H, L, E]: batch strides (L * 3HE, E), row stride 3HE.
+std::function<Tensor(const std::vector<Tensor>&)> causal_attention_of_projection(int64_t heads, int64_t head_dim) {
+  return [heads, head_dim](const std::vector<Tensor>& in) {
+    const int64_t batch = in[0].size(0), length = in[0].size(1), width = heads * head_dim;
+    auto split = [&](int64_t part) {
+      return transpose(view(narrow(in[0], 2, part * width, width), {batch, length, heads, head_dim}), 1, 2);
+    };
+    return scaled_dot_product_attention(split(0), split(1), split(2), {.is_causal = true});
+  };
+}
+
 TEST_CASE("fused CUDA attention matches the CPU over tile edges, wide heads, views, masks and dropout") {
   const uint64_t seed = seed_fresh();
   INFO("seed " << seed);
@@ -322,15 +335,8 @@ TEST_CASE("fused CUDA attention matches the CPU over tile edges, wide heads, vie
     check_op("fused attention, E 80 and Ev 136 (head dims in chunks)",
              {leaf({2, 65, 80}, dtype), leaf({2, 77, 80}, dtype), leaf({2, 77, 136}, dtype)}, attention({}),
              kReductionTolerance);
-    // q, k and v split off one projection [B, L, 3 * H * E] as views: batch strides (L * 3HE, E).
     check_op("fused attention, heads split off a projection", {leaf({4, 96, 3 * 4 * 32}, dtype)},
-             [&](const std::vector<Tensor>& in) {
-               auto heads = [&](int64_t part) {
-                 return transpose(view(narrow(in[0], 2, part * 128, 128), {4, 96, 4, 32}), 1, 2);
-               };
-               return scaled_dot_product_attention(heads(0), heads(1), heads(2), {.is_causal = true});
-             },
-             kReductionTolerance);
+             causal_attention_of_projection(4, 32), kReductionTolerance);
     // Sequence 1 may see its first 37 keys only: its second key tile is all padding.
     const Tensor padding = logical_not(
         logical_and(eq(arange(2.0).view({2, 1, 1, 1}), 1.0), ge(arange(100.0).view({1, 1, 1, 100}), 37.0)));
@@ -660,11 +666,13 @@ TEST_CASE("AdamW, Adam and SGD take the same steps on bfloat16 and float16 param
   }
 }
 
-// 16-bit q, k and v: read as float by the float32 kernels' tiles, with a float32 log-sum-exp and
-// grad_q summed in float32; out and the gradients rounded once.
-TEST_CASE("fused CUDA attention matches in bfloat16 and float16: tile edges, wide heads, views, masks, dropout") {
+// 16-bit q, k and v through the float32-tile kernel (the tensor-core path switched off): read as
+// float into its tiles, with a float32 log-sum-exp and grad_q summed in float32; out and the
+// gradients rounded once.
+TEST_CASE("fused CUDA attention's float32-tile kernel matches in bfloat16 and float16: tile edges, wide heads, views, masks, dropout") {
   const uint64_t seed = seed_fresh();
   INFO("seed " << seed);
+  const ember::cuda::AttentionTensorCoresScope float32_tiles(false);
   // The options' attention of q, k and v, on whichever device they are.
   const auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
     return fused_attention(options, dropout_seed);
@@ -678,14 +686,8 @@ TEST_CASE("fused CUDA attention matches in bfloat16 and float16: tile edges, wid
                          dtype, "fused attention, causal, L 150 > S 100");
     check_half_op_parity(attention({}), {leaf({2, 65, 80}), leaf({2, 77, 80}), leaf({2, 77, 136})}, dtype,
                          "fused attention, E 80 and Ev 136 (head dims in chunks)");
-    check_half_op_parity(
-        [&](const std::vector<Tensor>& in) {
-          auto heads = [&](int64_t part) {
-            return transpose(view(narrow(in[0], 2, part * 128, 128), {4, 96, 4, 32}), 1, 2);
-          };
-          return scaled_dot_product_attention(heads(0), heads(1), heads(2), {.is_causal = true});
-        },
-        {leaf({4, 96, 3 * 4 * 32})}, dtype, "fused attention, heads split off a projection");
+    check_half_op_parity(causal_attention_of_projection(4, 32), {leaf({4, 96, 3 * 4 * 32})}, dtype,
+                         "fused attention, heads split off a projection");
     const std::vector<Tensor> inputs{leaf({2, 3, 90, 32}), leaf({2, 3, 100, 32}), leaf({2, 3, 100, 32})};
     check_half_op_parity(attention({.attn_mask = padding}), inputs, dtype,
                          "fused attention, bool padding over several key tiles");
@@ -693,6 +695,130 @@ TEST_CASE("fused CUDA attention matches in bfloat16 and float16: tile edges, wid
     check_half_op_parity(attention({.attn_mask = randn({90, 100}).to(dtype).to(kFloat32)}), inputs, dtype,
                          "fused attention, additive mask broadcast over the batch");
     check_half_op_parity(attention({.dropout_p = 0.2}, seed + 1), inputs, dtype, "fused attention, dropout");
+  }
+}
+
+// The tensor-core path (cuda/attention_tensor_cores.cu), taken by 16-bit attention with E, Ev <=
+// 128 on this GPU (compute capability 8.0 or more). Tolerances, from the unit roundoff u of the
+// dtype (2^-8 bfloat16, 2^-11 float16; half_tolerance gives 2u per rounding):
+// - forward: two roundings, the weights P rounded to 16 bits for the P v product, then out. Each
+//   weight's rounding error is at most u relative to it, independent of the others, so in
+//   out_i = sum_j P_ij v_j / l_i they add up as the rounding of out itself does: at most u
+//   relative in norm, one rounding more than the float32-tile kernel;
+// - gradients: four, the float32-tile kernel's three and one more: W = P f rounded for dV = W^T dO
+//   and dS rounded for dK = scale dS^T q and dQ = scale dS k, each at most u relative to the
+//   rounded element, adding up across the sum as above.
+constexpr int kTensorCoreForwardRoundings = 2;
+constexpr int kTensorCoreGradientRoundings = 4;
+
+void check_tensor_core_attention(const std::function<Tensor(const std::vector<Tensor>&)>& op,
+                                 const std::vector<Tensor>& inputs, DType dtype, const std::string& what) {
+  check_half_op_parity(op, inputs, dtype, "tensor cores, " + what, kTensorCoreGradientRoundings,
+                       kTensorCoreForwardRoundings);
+}
+
+TEST_CASE("fused CUDA attention on tensor cores matches the CPU in bfloat16 and float16") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  const ember::cuda::AttentionTensorCoresScope tensor_cores(true);
+  const auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
+    return fused_attention(options, dropout_seed);
+  };
+  for (const DType dtype : kHalfDTypes) {
+    // Each head dim, with L != S and neither a multiple of the 64-row tiles.
+    for (const int64_t head_dim : {16, 32, 64, 128}) {
+      INFO("head dim " << head_dim);
+      check_tensor_core_attention(attention({}),
+                                  {leaf({2, 2, 70, head_dim}), leaf({2, 2, 130, head_dim}), leaf({2, 2, 130, head_dim})},
+                                  dtype, "L 70, S 130");
+      check_tensor_core_attention(attention({.is_causal = true}),
+                                  {leaf({3, 150, head_dim}), leaf({3, 100, head_dim}), leaf({3, 100, head_dim})}, dtype,
+                                  "causal, L 150 > S 100");
+    }
+    // E != Ev, each padded to the compiled head dim (64, then 128); 20 and 36 are not multiples
+    // of 8, so their rows are loaded element by element.
+    check_tensor_core_attention(attention({.is_causal = true}),
+                                {leaf({3, 70, 32}), leaf({3, 140, 32}), leaf({3, 140, 48})}, dtype,
+                                "causal, L 70 < S 140, E 32, Ev 48");
+    check_tensor_core_attention(attention({}), {leaf({2, 65, 20}), leaf({2, 77, 20}), leaf({2, 77, 36})}, dtype,
+                                "E 20, Ev 36");
+    check_tensor_core_attention(attention({}), {leaf({2, 65, 80}), leaf({2, 129, 80}), leaf({2, 129, 112})}, dtype,
+                                "E 80, Ev 112");
+    // Heads split off a projection (row stride 3 H E); q read through a transpose (column stride L).
+    check_tensor_core_attention(causal_attention_of_projection(4, 64), {leaf({4, 96, 3 * 4 * 64})}, dtype,
+                                "heads split off a projection");
+    check_tensor_core_attention(
+        [](const std::vector<Tensor>& in) {
+          return scaled_dot_product_attention(transpose(in[0], 1, 2), in[1], in[2]);
+        },
+        {leaf({2, 64, 90}), leaf({2, 100, 64}), leaf({2, 100, 64})}, dtype, "q transposed");
+    // Masks, dropout, a sequence with no key at all (NaN rows, zero gradients through the mask).
+    const Tensor padding = logical_not(
+        logical_and(eq(arange(2.0).view({2, 1, 1, 1}), 1.0), ge(arange(100.0).view({1, 1, 1, 100}), 37.0)));
+    const std::vector<Tensor> inputs{leaf({2, 3, 90, 64}), leaf({2, 3, 100, 64}), leaf({2, 3, 100, 64})};
+    check_tensor_core_attention(attention({.attn_mask = padding}), inputs, dtype, "bool padding mask");
+    check_tensor_core_attention(attention({.attn_mask = randn({90, 100}).to(dtype).to(kFloat32)}), inputs, dtype,
+                                "additive mask broadcast over the batch");
+    check_tensor_core_attention(attention({.attn_mask = randn({2, 1, 90, 100}).to(dtype).to(kFloat32)}), inputs,
+                                dtype, "additive mask broadcast over the heads");
+    check_tensor_core_attention(attention({.dropout_p = 0.2}, seed + 1), inputs, dtype, "dropout");
+    check_tensor_core_attention(attention({.dropout_p = 0.3, .is_causal = true}, seed + 2), inputs, dtype,
+                                "dropout and causal");
+    const Tensor no_key = expand(logical_not(eq(arange(2.0).view({2, 1, 1, 1}), 1.0)), {2, 1, 1, 100});
+    check_tensor_core_attention(attention({.attn_mask = no_key}), inputs, dtype, "a sequence with no key");
+    // Backward with some gradients not wanted (null in the kernel): v's only, then q's only.
+    check_tensor_core_attention(attention({.is_causal = true}),
+                                {randn({2, 130, 64}), randn({2, 150, 64}), leaf({2, 150, 64})}, dtype,
+                                "only v requires grad");
+    check_tensor_core_attention(attention({}), {leaf({2, 130, 64}), randn({2, 150, 64}), randn({2, 150, 64})}, dtype,
+                                "only q requires grad");
+  }
+}
+
+// The same calls on the GPU through the tensor-core kernels and through the float32-tile kernel
+// (the path switched off, as EMBER_ATTENTION_TENSOR_CORES=0 does): outputs and every gradient,
+// under the tensor-core tolerances above.
+void check_tensor_cores_against_float32_tiles(const std::function<Tensor(const std::vector<Tensor>&)>& op,
+                                              const std::vector<Tensor>& inputs, DType dtype, const std::string& what) {
+  const std::string name = what + " in " + std::string(dtype_name(dtype));
+  Tensor upstream;  // drawn once the output's shape is known; the same for both paths
+  auto run = [&](bool tensor_cores) {
+    const ember::cuda::AttentionTensorCoresScope path(tensor_cores);
+    std::vector<Tensor> on_gpu;
+    for (const Tensor& input : inputs) on_gpu.push_back(input.detach().to(dtype).to(kGPU).requires_grad_(true));
+    const Tensor result = op(on_gpu);
+    if (!upstream.defined()) upstream = randn(result.sizes()).to(dtype).to(kGPU);
+    result.backward(upstream);
+    std::vector<Tensor> outputs{result.detach()};
+    for (const Tensor& input : on_gpu) outputs.push_back(input.grad());
+    return outputs;
+  };
+  const std::vector<Tensor> tensor_cores = run(true);
+  const std::vector<Tensor> float32_tiles = run(false);
+  check_parity(tensor_cores[0], float32_tiles[0].cpu(), half_tolerance(dtype, kTensorCoreForwardRoundings),
+               name + " (forward)");
+  for (size_t k = 1; k < tensor_cores.size(); ++k) {
+    check_parity(tensor_cores[k], float32_tiles[k].cpu(), half_tolerance(dtype, kTensorCoreGradientRoundings),
+                 name + " (gradient of input " + std::to_string(k - 1) + ")");
+  }
+}
+
+TEST_CASE("fused CUDA attention on tensor cores matches the float32-tile kernel on the GPU") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  const auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
+    return fused_attention(options, dropout_seed);
+  };
+  for (const DType dtype : kHalfDTypes) {
+    check_tensor_cores_against_float32_tiles(attention({}), {randn({2, 4, 200, 64}), randn({2, 4, 260, 64}),
+                                                             randn({2, 4, 260, 64})},
+                                             dtype, "L 200, S 260, head dim 64");
+    check_tensor_cores_against_float32_tiles(attention({.is_causal = true}),
+                                             {randn({2, 300, 128}), randn({2, 300, 128}), randn({2, 300, 128})},
+                                             dtype, "causal, head dim 128");
+    check_tensor_cores_against_float32_tiles(attention({.dropout_p = 0.1}, seed + 3),
+                                             {randn({2, 2, 100, 32}), randn({2, 2, 120, 32}), randn({2, 2, 120, 32})},
+                                             dtype, "dropout, head dim 32");
   }
 }
 
