@@ -16,6 +16,8 @@
 #   bash scripts/gpu_session.sh bench-tf32 #   ten minutes a command: each TF32 setting apart,
 #   bash scripts/gpu_session.sh bench-report  # then RESULTS-cuda.md from both
 #   bash scripts/gpu_session.sh bench-attention  # fused CUDA attention against the composed ops
+#   bash scripts/gpu_session.sh bench-bf16 # side_by_side.py --precision bf16: RESULTS-cuda-bf16.md
+#   bash scripts/gpu_session.sh examples-bf16  # the text classifier and translation's GPU recipe in bf16
 #   bash scripts/gpu_session.sh all        # build, test, bench
 #
 # Each stage writes its log to $OUT (or ./gpu-logs) and stops at the first failure. The build
@@ -88,6 +90,14 @@ translate() {
   "$BUILD/examples/translation" --recipe gpu --device cuda --out gpu-runs/translation
 }
 
+# Mixed precision's quality bars: the text classifier and the translation recipe under bf16
+# autocast, to set beside their float32 runs (examples, translate).
+examples_bf16() {
+  unpack
+  "$BUILD/examples/text_classifier" --device cuda --precision bf16 --out gpu-runs/text_classifier-bf16
+  "$BUILD/examples/translation" --recipe gpu --device cuda --precision bf16 --out gpu-runs/translation-bf16
+}
+
 bench_setting() {
   unpack
   PYTHONUNBUFFERED=1 python3 benchmarks/side_by_side/side_by_side.py --device cuda --build "$BUILD" --python python3 \
@@ -101,6 +111,14 @@ bench_report() {
   cp benchmarks/RESULTS-cuda.md "$LOGS/" 2>/dev/null || true
 }
 bench() { bench_fp32 && bench_tf32 && bench_report; }
+# Both libraries' steps under bf16 autocast (PyTorch eager, compiled, and compiled with CUDA
+# graphs; ember replaying its step as a graph): the mixed-precision bars.
+bench_bf16() {
+  unpack
+  PYTHONUNBUFFERED=1 python3 benchmarks/side_by_side/side_by_side.py --device cuda --build "$BUILD" --python python3 \
+    --precision bf16 --tf32 off --save "$LOGS/bench-bf16.json"
+  cp benchmarks/RESULTS-cuda-bf16.md "$LOGS/" 2>/dev/null || true
+}
 # The fused attention kernels against the composed ops, and at long sequences (op benchmark).
 bench_attention() {
   unpack
@@ -124,6 +142,9 @@ case "$stage" in
   bench-tf32) run_stage bench-tf32 bench_tf32 ;;
   bench-report) run_stage bench-report bench_report ;;
   bench-attention) run_stage bench-attention bench_attention ;;
+  bench-bf16) run_stage bench-bf16 bench_bf16 ;;
+  examples-bf16) run_stage examples-bf16 examples_bf16 ;;
   all) run_stage build build && run_stage test test_stage && run_stage bench bench ;;
-  *) echo "usage: $0 fetch|build|test|examples|translate|bench|bench-fp32|bench-tf32|bench-report|bench-attention|all" >&2; exit 2 ;;
+  *) echo "usage: $0 fetch|build|test|examples|translate|bench|bench-fp32|bench-tf32|bench-report|bench-attention|bench-bf16|examples-bf16|all" >&2
+     exit 2 ;;
 esac
