@@ -21,7 +21,8 @@ def report(args, info, ceiling, summaries, sweep_rows):
     say(precision_line(args))
     sizes = ", ".join("n={}: {:.0f}".format(size["n"], size["gflops"]) for size in ceiling["sizes"])
     others = ", ".join(f"{m['sgemm_gflops']:.0f}" for m in ceiling["measurements"])
-    say(f"- sgemm ceiling (cblas_sgemm alone, square sizes, best of each): {ceiling['sgemm_gflops']:.0f} GFLOP/s "
+    say(f"- product ceiling ({ceiling.get('product', 'cblas_sgemm')} alone, square sizes, best of each): "
+        f"{ceiling['sgemm_gflops']:.0f} GFLOP/s "
         f"({sizes}); the best of {len(ceiling['measurements'])} measurements spread through the run ({others}), "
         "since a shared machine's speed drifts")
     steal = steal_share(info["cpu_times_start"], cpu_times())
@@ -76,7 +77,7 @@ def report(args, info, ceiling, summaries, sweep_rows):
                 say(f"With the products inside the fused attention kernels ({products_gflop - matmul['gflop']:.1f} GFLOP; "
                     "their time includes the softmax, mask and dropout they run beside them, so this is a lower "
                     f"bound): {products_gflop:.1f} GFLOP in {products_ms:.1f} ms = {products_rate:.0f} GFLOP/s.")
-            say(f"All products: {100 * s['matmul_of_best']:.0f}% of the run's best sgemm ceiling "
+            say(f"All products: {100 * s['matmul_of_best']:.0f}% of the run's best product ceiling "
                 f"({ceiling['sgemm_gflops']:.0f} GFLOP/s).")
             # Each step against the faster of the two ceilings around it.
             steps = s["matmul_steps"]
@@ -88,7 +89,7 @@ def report(args, info, ceiling, summaries, sweep_rows):
                 s["matmul_only_efficiency"] = statistics.median(
                     step["matmul_gflops"] / c for step, c in zip(steps, ceilings))
                 say("")
-                say("Each profiled step ran between two short sgemm ceilings (n=1024 and 2048, about a quarter of a "
+                say("Each profiled step ran between two short product ceilings (n=1024 and 2048, about a quarter of a "
                     "second each), so that its product rate is set beside the machine's at the same moment; the "
                     "faster of the two ceilings counts. Step by step, GFLOP/s of all products against that ceiling: "
                     + ", ".join(f"{r:.0f}/{c:.0f}" for r, c in zip(step_rates, ceilings))
@@ -142,7 +143,7 @@ def report(args, info, ceiling, summaries, sweep_rows):
         efficiency = s.get("matmul_efficiency", 0)
         matmul_verdict = "**not established** (above the measured ceiling)" if efficiency > 1.0 else verdict(efficiency >= 0.8)
         say(f"- {s['workload']}: ember {speedup:.2f}x PyTorch's best (bar 1.5x, aim 1.8x): {verdict(speedup >= 1.5)}; "
-            f"matrix products at {100 * efficiency:.0f}% of the sgemm ceiling measured beside each step "
+            f"matrix products at {100 * efficiency:.0f}% of the product ceiling measured beside each step "
             f"(matmul alone {100 * s.get('matmul_only_efficiency', 0):.0f}%), "
             f"{100 * s.get('matmul_of_best', 0):.0f}% of the run's best (bar 80%): "
             f"{matmul_verdict}; peak RSS {s['ember']['peak_rss_mb']:.0f} MB against "

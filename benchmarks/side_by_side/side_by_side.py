@@ -9,12 +9,13 @@ For each reference workload it first finds PyTorch's best thread setting, then r
 train_step and PyTorch's torch_workloads.py alternately, several rounds, each in a fresh
 process (so each has its own peak memory), and takes the median step time over all rounds.
 A profiled ember run gives the time and GFLOP/s of the matrix products inside the step, set
-beside the machine's sgemm ceiling: the best one of the run, and one measured right before and
+beside the machine's product ceiling (cblas_sgemm's, or under --precision bf16 on a CPU with
+AVX512-BF16 ember's bf16 gemm's): the best one of the run, and one measured right before and
 after each profiled step (this machine's speed drifts by half within minutes). The scaling
 sweep times both libraries against sequence length and model width and draws them. Everything
 it prints goes into RESULTS.md.
 
-On a GPU the thread search, the sgemm ceiling and the sweep are left out; each workload runs
+On a GPU the thread search, the product ceiling and the sweep are left out; each workload runs
 at batch 32 and 128, without TF32 and with it (--tf32), against PyTorch eager and, without
 TF32, PyTorch compiled and compiled with CUDA graphs; ember replays its step as a CUDA graph
 (--no-ember-graphs: op by op). The report gives the allocators' peak device memory, the model
@@ -100,8 +101,10 @@ def main():
     measurements = []
 
     def measure_ceiling():
-        measurements.append(run_json([os.path.join(args.build, "benchmarks", "train_step"), "--sgemm-ceiling"]))
-        print(f"sgemm ceiling: {measurements[-1]['sgemm_gflops']:.0f} GFLOP/s", flush=True)
+        measurements.append(run_json([os.path.join(args.build, "benchmarks", "train_step"), "--sgemm-ceiling",
+                                      "--precision", args.precision]))
+        print(f"product ceiling ({measurements[-1]['product']}): {measurements[-1]['sgemm_gflops']:.0f} GFLOP/s",
+              flush=True)
 
     measure_ceiling()
     summaries = []

@@ -5,6 +5,7 @@
 //   ./build/benchmarks/train_step --workload classifier --steps 10
 //   ./build/benchmarks/train_step --workload encoder-decoder --profile    # per-op times
 //   ./build/benchmarks/train_step --sgemm-ceiling                         # BLAS's own GFLOP/s
+//   ./build/benchmarks/train_step --sgemm-ceiling --precision bf16        # the bf16 gemm's
 //   ./build/benchmarks/train_step --device cuda --cuda-graphs             # the step replayed as a graph
 //
 // Besides the step times it reports what the issue asks to check in a warm step: the page
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu/bf16_gemm.h"
 #include "ember.h"
 #include "side_by_side/workloads.h"
 
@@ -52,36 +54,51 @@ int thread_count() {
   return -1;
 }
 
-// The best GFLOP/s cblas_sgemm reaches on square n x n products, over `repeats` timed calls
+// The product a step's matrix products run on, the ceiling they are measured against:
+// cblas_sgemm, or under bf16 autocast on a CPU with AVX512-BF16 ember's own bfloat16 gemm
+// (core/cpu/bf16_gemm.h), which has twice the multiply-adds per instruction.
+bool bf16_ceiling(ember::train::Precision precision) {
+  return precision == ember::train::Precision::BFloat16 && ember::cpu::bf16_gemm_in_hardware();
+}
+
+// The best GFLOP/s that product reaches on square n x n products, over `repeats` timed calls
 // after two that warm up.
-double sgemm_gflops(int n, int repeats) {
-  std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
+double product_gflops(bool bf16, int n, int repeats) {
+  const size_t count = static_cast<size_t>(n) * n;
+  std::vector<float> a(count, 0.5f), b(count, 0.25f), c(count);
+  std::vector<ember::BFloat16> a16(count, ember::BFloat16(0.5f)), b16(count, ember::BFloat16(0.25f)), c16(count);
   double fastest = 1e30;
   for (int i = 0; i < repeats + 2; ++i) {
     const auto start = Clock::now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
-                n);
+    if (bf16) {
+      ember::cpu::bf16_gemm(n, n, n, 1.0f, {a16.data(), n, false}, {b16.data(), n, false}, 0.0f, c16.data(), n);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                  c.data(), n);
+    }
     if (i >= 2) fastest = std::min(fastest, seconds_since(start));
   }
   return 2.0 * n * n * n / fastest / 1e9;
 }
 
 // The ceiling ember's matmuls are measured against: the best of several square sizes.
-nlohmann::json sgemm_ceiling() {
+nlohmann::json product_ceiling(bool bf16) {
   nlohmann::json sizes = nlohmann::json::array();
   double best = 0;
   for (const int n : {512, 1024, 2048}) {
-    const double gflops = sgemm_gflops(n, n <= 1024 ? 20 : 5);
+    const double gflops = product_gflops(bf16, n, n <= 1024 ? 20 : 5);
     best = std::max(best, gflops);
     sizes.push_back({{"n", n}, {"gflops", gflops}});
   }
-  return {{"sgemm_gflops", best}, {"sizes", sizes}};
+  return {{"sgemm_gflops", best}, {"sizes", sizes}, {"product", bf16 ? "ember's bf16_gemm" : "cblas_sgemm"}};
 }
 
 // A shorter ceiling (about a quarter of a second), taken right before and after each profiled
 // step: this machine's speed drifts by half within minutes, so the step's matmul rate is
-// compared with sgemm's rate at the same moment as well as with the run's best.
-double sgemm_ceiling_now() { return std::max(sgemm_gflops(1024, 4), sgemm_gflops(2048, 1)); }
+// compared with the product's rate at the same moment as well as with the run's best.
+double product_ceiling_now(bool bf16) {
+  return std::max(product_gflops(bf16, 1024, 4), product_gflops(bf16, 2048, 1));
+}
 
 }  // namespace
 
@@ -106,18 +123,20 @@ int main(int argc, char** argv) {
   app.add_flag("--cuda-graphs", cuda_graphs,
                "on a GPU, capture the whole step (forward, backward, AdamW) once after the warm-up and time its "
                "replays");
-  app.add_flag("--sgemm-ceiling", ceiling, "measure cblas_sgemm alone and exit");
+  app.add_flag("--sgemm-ceiling", ceiling,
+               "measure the products alone and exit: cblas_sgemm, or with --precision bf16 on a CPU with AVX512-BF16 "
+               "ember's bf16 gemm");
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (threads > 0) ember::train::set_threads(threads);
+    const ember::train::Precision precision = ember::train::parse_precision(precision_name);
     if (ceiling) {
-      fmt::print("{}\n", sgemm_ceiling().dump());
+      fmt::print("{}\n", product_ceiling(bf16_ceiling(precision)).dump());
       return 0;
     }
     ember::manual_seed(0);
     const ember::Device device = ember::train::parse_device(device_name);
-    const ember::train::Precision precision = ember::train::parse_precision(precision_name);
     ember::cuda::set_allow_tf32(allow_tf32);
     std::unique_ptr<Workload> workload = ember::bench::make_workload(workload_name, sizes, device, precision);
     if (cuda_graphs && ember::train::needs_loss_scaling(precision)) {
@@ -193,12 +212,12 @@ int main(int argc, char** argv) {
     }
     if (profile) {
       // Profiled steps are timed too: the ops' shares are of these steps' time. On the CPU each
-      // step is profiled on its own, between two sgemm ceilings, for its matmul rate against them.
+      // step is profiled on its own, between two product ceilings, for its matmul rate against them.
       const bool paired_ceiling = !device.is_cuda();
       std::vector<double> profiled_ms;
       std::map<std::string, ember::profiler::OpTime> totals;
       nlohmann::json matmul_steps = nlohmann::json::array();
-      double ceiling_before = paired_ceiling ? sgemm_ceiling_now() : 0;
+      double ceiling_before = paired_ceiling ? product_ceiling_now(bf16_ceiling(precision)) : 0;
       for (int i = 0; i < steps; ++i) {
         ember::profiler::start();
         const auto start = Clock::now();
@@ -220,7 +239,7 @@ int main(int argc, char** argv) {
           }
         }
         if (paired_ceiling && matmul_seconds > 0) {
-          const double ceiling_after = sgemm_ceiling_now();
+          const double ceiling_after = product_ceiling_now(bf16_ceiling(precision));
           matmul_steps.push_back({{"matmul_gflops", matmul_flops / matmul_seconds / 1e9},
                                   {"products_gflops", product_flops / product_seconds / 1e9},
                                   {"ceiling_before", ceiling_before},
