@@ -186,6 +186,16 @@ inline void store_lanes(BFloat16* c, __mmask16 mask, __m512 value) {
   _mm256_mask_storeu_epi16(c, mask, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(value)));
 }
 
+// One pair of a's values in every lane. clang 16 crashes (its x86 back end segfaults) when it
+// folds a broadcast into vdpbf16ps's operand; an empty asm statement hides the broadcast from it.
+inline __m512bh broadcast_pair(uint32_t pair) {
+  __m512i lanes = _mm512_set1_epi32(static_cast<int>(pair));
+#if defined(__clang__)
+  __asm__("" : "+v"(lanes));
+#endif
+  return reinterpret_cast<__m512bh>(lanes);
+}
+
 // The tile in 24 registers; per pair of k, two loads of b, kRows broadcasts of a, 2 kRows
 // vdpbf16ps. The loops over r unroll, so the accumulators never leave their registers.
 struct Avx512Bf16Kernel {
@@ -201,7 +211,7 @@ struct Avx512Bf16Kernel {
       const uint32_t* a = strip + q * kRows;
 #pragma GCC unroll 12
       for (int r = 0; r < kRows; ++r) {
-        const auto a_pair = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[r])));
+        const __m512bh a_pair = broadcast_pair(a[r]);
         left[r] = _mm512_dpbf16_ps(left[r], a_pair, b_left);
         right[r] = _mm512_dpbf16_ps(right[r], a_pair, b_right);
       }

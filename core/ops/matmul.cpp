@@ -7,7 +7,6 @@
 #include <climits>
 #include <cstring>
 #include <optional>
-#include <utility>
 
 #include "core/autocast.h"
 #include "core/autograd/record.h"
@@ -109,8 +108,12 @@ void for_each_matrix(int64_t count, int64_t work, Product product) {
 }
 
 // The layouts in which BLAS (or bf16_gemm) reads a and b, checked to fit BLAS's int arguments.
-std::pair<MatrixLayout, MatrixLayout> checked_layouts(const Tensor& a, const Tensor& b, int64_t m, int64_t n,
-                                                      int64_t k) {
+// (A struct, not a pair: clang cannot capture a structured binding in an OpenMP region.)
+struct OperandLayouts {
+  MatrixLayout a, b;
+};
+
+OperandLayouts checked_layouts(const Tensor& a, const Tensor& b, int64_t m, int64_t n, int64_t k) {
   EMBER_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "matmul: matrix dims {}x{}x{} exceed the BLAS int range",
               m, k, n);
   const std::optional<MatrixLayout> la = matrix_layout(a), lb = matrix_layout(b);
@@ -130,7 +133,8 @@ void bf16_gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double b
   const int64_t m = out.sizes()[rank - 2], n = out.sizes()[rank - 1], k = a.sizes()[rank - 1];
   const int64_t count = numel_of(batch_of(out));
   if (m == 0 || n == 0 || count == 0) return;
-  const auto [la, lb] = checked_layouts(a, b, m, n, k);
+  const OperandLayouts layouts = checked_layouts(a, b, m, n, k);
+  const MatrixLayout la = layouts.a, lb = layouts.b;
   const std::vector<int64_t> offsets_a = batch_offsets(a), offsets_b = batch_offsets(b);
   const BFloat16* pa = a.data_ptr<BFloat16>();
   const BFloat16* pb = b.data_ptr<BFloat16>();
@@ -168,7 +172,8 @@ void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) 
       if (beta == 0) std::memset(c, 0, sizeof(T) * count * m * n);
       return;
     }
-    const auto [la, lb] = checked_layouts(a, b, m, n, k);
+    const OperandLayouts layouts = checked_layouts(a, b, m, n, k);
+    const MatrixLayout la = layouts.a, lb = layouts.b;
     const T* pa = a.data_ptr<T>();
     const T* pb = b.data_ptr<T>();
     const std::vector<int64_t> offsets_a = batch_offsets(a), offsets_b = batch_offsets(b);
