@@ -474,10 +474,7 @@ void launch_attention_backward(const AttentionLayout& layout, const AttentionPoi
 #define EMBER_INSTANTIATE(T)                                                                          \
   template void launch_attention_forward<T>(const AttentionLayout&, const AttentionPointers<T>&); \
   template void launch_attention_backward<T>(const AttentionLayout&, const AttentionPointers<T>&);
-EMBER_INSTANTIATE(float)
-EMBER_INSTANTIATE(double)
-EMBER_INSTANTIATE(__nv_bfloat16)
-EMBER_INSTANTIATE(__half)
+EMBER_FOR_EACH_FLOATING_ELEMENT(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
 
 }  // namespace ember::cuda

@@ -97,10 +97,7 @@ void launch_cross_entropy_backward(const T* logits, const int64_t* targets, cons
   template void launch_cross_entropy_backward<T>(const T*, const int64_t*, const compute_t<T>*,             \
                                                  const compute_t<T>*, const compute_t<T>*, T*, int64_t,     \
                                                  int64_t, int64_t, double);
-EMBER_INSTANTIATE(float)
-EMBER_INSTANTIATE(double)
-EMBER_INSTANTIATE(__nv_bfloat16)
-EMBER_INSTANTIATE(__half)
+EMBER_FOR_EACH_FLOATING_ELEMENT(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
 
 }  // namespace ember::cuda

@@ -65,4 +65,12 @@ __host__ __device__ inline T round_toward_zero(float value) {
   else return __float2half_rz(value);
 }
 
+// Applies MACRO to each element type the floating-point kernels are compiled for, to write their
+// explicit instantiations once: EMBER_FOR_EACH_FLOATING_ELEMENT(EMBER_INSTANTIATE).
+#define EMBER_FOR_EACH_FLOATING_ELEMENT(MACRO) \
+  MACRO(float)                                 \
+  MACRO(double)                                \
+  MACRO(__nv_bfloat16)                         \
+  MACRO(__half)
+
 }  // namespace ember::cuda

@@ -3,6 +3,8 @@
 // is covered by int64 indices.
 #pragma once
 
+#include <cuda_runtime.h>  // dim3
+
 #include <algorithm>
 #include <cstdint>
 
@@ -16,6 +18,16 @@ inline unsigned int blocks_for(int64_t n, int threads = kThreadsPerBlock) {
   constexpr int64_t kMaxBlocks = 132 * 32;  // an H100 has 132 SMs; 32 blocks each is plenty
   const int64_t blocks = (n + threads - 1) / threads;
   return static_cast<unsigned int>(std::clamp<int64_t>(blocks, 1, kMaxBlocks));
+}
+
+// The grid of a multi-tensor kernel (cuda/tensor_lists.h): enough blocks along x for the
+// list's largest tensor, one row of blocks along y per tensor (blocks past a smaller tensor's
+// end exit at once).
+template <class List>
+dim3 tensor_list_grid(const List& list) {
+  int64_t largest = 1;
+  for (int t = 0; t < list.count; ++t) largest = largest > list.sizes[t] ? largest : list.sizes[t];
+  return dim3(blocks_for(largest), static_cast<unsigned int>(list.count));
 }
 
 }  // namespace ember::cuda

@@ -146,10 +146,7 @@ void launch_layer_norm_backward(const T* grad_y, const T* x, const compute_t<T>*
                                              int64_t, int64_t, double);                                         \
   template void launch_layer_norm_backward<T>(const T*, const T*, const compute_t<T>*, const compute_t<T>*,      \
                                               const T*, T*, T*, T*, int64_t, int64_t);
-EMBER_INSTANTIATE(float)
-EMBER_INSTANTIATE(double)
-EMBER_INSTANTIATE(__nv_bfloat16)
-EMBER_INSTANTIATE(__half)
+EMBER_FOR_EACH_FLOATING_ELEMENT(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
 
 }  // namespace ember::cuda

@@ -1,40 +1,16 @@
 // Registers the fused CUDA optimizer steps (cuda/optimizer_steps.cu) into core's tables
 // (core/ops/optimizer_steps.h): it packs the parameters of a step into lists of
-// kTensorsPerLaunch, one list per dtype, and launches one kernel per list. A parameter's
+// kTensorsPerLaunch, one list per dtype, and launches one kernel per list (cuda/tensor_lists.h). A parameter's
 // gradient and state are of its dtype (16-bit ones included).
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/ops/optimizer_steps.h"
 #include "cuda/device_elements.h"
 #include "cuda/optimizer_steps_kernels.h"
+#include "cuda/tensor_lists.h"
 
 namespace ember::cuda {
 namespace {
-
-// The dtypes a step takes, one list (and launch) per dtype present.
-constexpr DType kFloatingDTypes[] = {kFloat32, kFloat64, kBFloat16, kFloat16};
-
-void check_contiguous(const char* op, const Tensor& x, const char* what, size_t index) {
-  EMBER_CHECK(x.is_contiguous(), "{}: the CUDA step needs contiguous tensors, but {} {} of shape {} is strided", op,
-              what, index, shape_str(x.sizes()));
-}
-
-// Calls add(list, i) for every index whose parameter has dtype T, and launch(list) for every
-// kTensorsPerLaunch of them and for the rest.
-template <class List, class Add, class Launch>
-void in_lists(std::span<const Tensor> params, DType dtype, Add add, Launch launch) {
-  List list;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (params[i].dtype() != dtype) continue;
-    add(list, i);
-    ++list.count;
-    if (list.count == kTensorsPerLaunch) {
-      launch(list);
-      list.count = 0;
-    }
-  }
-  if (list.count > 0) launch(list);
-}
 
 void adam_step_cuda(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<const Tensor> exp_avgs,
                     std::span<const Tensor> exp_avg_sqs, std::span<const Tensor> steps, const Tensor& lr,

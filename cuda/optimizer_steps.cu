@@ -81,20 +81,12 @@ __global__ void sgd_step_kernel(SGDTensorList<T> list, SGDHyperParameters option
   }
 }
 
-// A grid over the largest parameter of the list, one row of blocks per parameter.
-template <class List>
-dim3 grid_for(const List& list) {
-  int64_t largest = 1;
-  for (int t = 0; t < list.count; ++t) largest = largest > list.sizes[t] ? largest : list.sizes[t];
-  return dim3(blocks_for(largest), static_cast<unsigned int>(list.count));
-}
-
 }  // namespace
 
 template <class T>
 void launch_adam_step(const AdamTensorList<T>& list, const AdamHyperParameters& options) {
   if (list.count == 0) return;
-  adam_step_kernel<<<grid_for(list), kThreadsPerBlock, 0, current_stream()>>>(list, options);
+  adam_step_kernel<<<tensor_list_grid(list), kThreadsPerBlock, 0, current_stream()>>>(list, options);
   check_launch("adam_step");
   static_assert(kTensorsPerLaunch <= 32, "advance_steps_kernel gives one thread of one warp to each parameter");
   advance_steps_kernel<<<1, 32, 0, current_stream()>>>(list);
@@ -104,17 +96,14 @@ void launch_adam_step(const AdamTensorList<T>& list, const AdamHyperParameters& 
 template <class T>
 void launch_sgd_step(const SGDTensorList<T>& list, const SGDHyperParameters& options) {
   if (list.count == 0) return;
-  sgd_step_kernel<<<grid_for(list), kThreadsPerBlock, 0, current_stream()>>>(list, options);
+  sgd_step_kernel<<<tensor_list_grid(list), kThreadsPerBlock, 0, current_stream()>>>(list, options);
   check_launch("sgd_step");
 }
 
 #define EMBER_INSTANTIATE(T)                                                                   \
   template void launch_adam_step<T>(const AdamTensorList<T>&, const AdamHyperParameters&); \
   template void launch_sgd_step<T>(const SGDTensorList<T>&, const SGDHyperParameters&);
-EMBER_INSTANTIATE(float)
-EMBER_INSTANTIATE(double)
-EMBER_INSTANTIATE(__nv_bfloat16)
-EMBER_INSTANTIATE(__half)
+EMBER_FOR_EACH_FLOATING_ELEMENT(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
 
 }  // namespace ember::cuda

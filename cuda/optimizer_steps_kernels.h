@@ -15,6 +15,7 @@ inline constexpr int kTensorsPerLaunch = 24;
 
 template <class T>
 struct AdamTensorList {
+  static constexpr int kCapacity = kTensorsPerLaunch;
   int count = 0;
   T* params[kTensorsPerLaunch];
   const T* grads[kTensorsPerLaunch];
@@ -37,6 +38,7 @@ void launch_adam_step(const AdamTensorList<T>& list, const AdamHyperParameters& 
 
 template <class T>
 struct SGDTensorList {
+  static constexpr int kCapacity = kTensorsPerLaunch;
   int count = 0;
   T* params[kTensorsPerLaunch];
   const T* grads[kTensorsPerLaunch];

@@ -11,9 +11,7 @@
 #include "core/error.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
-#include "core/ops/inplace.h"
-#include "core/ops/reduce.h"
-#include "core/ops/unary.h"
+#include "core/ops/grad_unscale.h"
 
 namespace ember::nn {
 namespace {
@@ -65,13 +63,13 @@ void GradScaler::unscale_(Optimizer& optimizer) {
   NoGradGuard no_grad;
   // The scale is a power of two unless set otherwise, so its inverse, and the division, are exact.
   const double inverse = 1.0 / scale_;
-  // Whether a gradient holds inf or NaN, gathered per device as a bool tensor there: the host
-  // reads one value per device, not one per parameter.
-  std::vector<std::pair<Device, Tensor>> non_finite;
+  // The gradients by device, each device's unscaled and checked in one call that notes inf or
+  // NaN in a flag there: the host reads one value per device, not one per parameter.
+  std::vector<std::pair<Device, std::vector<Tensor>>> by_device;
   int64_t index = 0;
   for (size_t g = 0; g < optimizer.num_groups(); ++g) {
     for (const Tensor& param : optimizer.group(g).params) {
-      Tensor grad = param.grad();
+      const Tensor grad = param.grad();
       if (grad.defined()) {
         // A float16 gradient would lose the small values loss scaling exists to keep: the
         // parameters (master weights) stay float32 and autocast casts them for the products.
@@ -79,19 +77,22 @@ void GradScaler::unscale_(Optimizer& optimizer) {
                     "GradScaler.unscale_: parameter {} has a float16 gradient; keep parameters in float32 and "
                     "let AutocastGuard cast them",
                     index);
-        mul_(grad, inverse);
-        const Tensor found = any(logical_not(isfinite(grad)));
         auto same_device = [&](const auto& entry) { return entry.first == grad.device(); };
-        const auto entry = std::find_if(non_finite.begin(), non_finite.end(), same_device);
-        if (entry == non_finite.end()) non_finite.emplace_back(grad.device(), found);
-        else entry->second = logical_or(entry->second, found);
+        auto entry = std::find_if(by_device.begin(), by_device.end(), same_device);
+        if (entry == by_device.end()) entry = by_device.insert(by_device.end(), {grad.device(), {}});
+        entry->second.push_back(grad);
       }
       ++index;
     }
   }
+  std::vector<Tensor> found_inf;
+  for (const auto& [device, grads] : by_device) {
+    found_inf.push_back(zeros({}, TensorOptions(kFloat32).device(device)));
+    kernels::unscale_grads[device](grads, inverse, found_inf.back());
+  }
   record.stage = Stage::Unscaled;
-  record.found_inf = std::any_of(non_finite.begin(), non_finite.end(),
-                                 [](const auto& entry) { return entry.second.template item<bool>(); });
+  record.found_inf = std::any_of(found_inf.begin(), found_inf.end(),
+                                 [](const Tensor& found) { return found.item<float>() != 0.0f; });
 }
 
 bool GradScaler::step(Optimizer& optimizer) {

@@ -1,8 +1,11 @@
 // GradScaler: scaling the loss, unscaling before clipping, skipping a step whose gradients
-// overflowed, the scale's backoff and growth, its state dict, and the misuses it refuses.
+// overflowed, the scale's backoff and growth, its state dict, and the misuses it refuses; and
+// the fused unscale kernel it calls.
 #include <filesystem>
 #include <limits>
+#include <vector>
 
+#include "core/ops/grad_unscale.h"
 #include "helpers.h"
 
 using namespace ember;
@@ -269,4 +272,41 @@ TEST_CASE("GradScaler: a float16 autocast run skips its first step, which overfl
   // The unscaled gradient of sum(x W^T + b) with respect to W is x in every row.
   check_close(linear.weight.grad(), expand(x, {3, 4}).to(kFloat16).to(kFloat32), 0, 0);
   CHECK(max_abs(sub(linear.weight, before)) > 0);
+}
+
+TEST_CASE("unscale_grads: one pass multiplies every gradient by 1 / scale and flags inf or NaN") {
+  // float32, float64 and bfloat16 gradients, one of them a strided view, one empty.
+  Tensor f32 = tensor<float>({2.0f, -4.0f, 6.0f}), f64 = tensor<double>({0.5, 8.0});
+  Tensor bf16 = tensor<float>({3.0f, 1e-3f}).to(kBFloat16);
+  Tensor base = tensor<float>({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3});
+  Tensor strided = base.t();
+  Tensor empty = zeros({0});
+  const Tensor found = zeros({});
+  const std::vector<Tensor> grads = {f32, f64, bf16, strided, empty};
+  kernels::unscale_grads[Device()](grads, 0.25, found);
+  CHECK(f32.to_vector<float>() == std::vector<float>{0.5f, -1.0f, 1.5f});
+  CHECK(f64.to_vector<double>() == std::vector<double>{0.125, 2.0});
+  // Rounded once to bfloat16, as half.h rounds the float32 product.
+  CHECK(bf16.to_vector<float>() == std::vector<float>{0.75f, static_cast<float>(BFloat16(
+                                                                 static_cast<float>(BFloat16(1e-3f)) * 0.25f))});
+  // The view's elements, and through it its base's.
+  CHECK(base.to_vector<float>() == std::vector<float>{0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f});
+  CHECK(found.item<float>() == 0.0f);
+
+  // One non-finite value anywhere sets the flag; a set flag stays set.
+  for (const float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    Tensor clean = tensor<float>({1.0f, 2.0f}), dirty = tensor<float>({1.0f, bad, 3.0f});
+    const Tensor flag = zeros({});
+    kernels::unscale_grads[Device()](std::vector<Tensor>{clean, dirty}, 0.5, flag);
+    CHECK(flag.item<float>() == 1.0f);
+    CHECK(clean.to_vector<float>() == std::vector<float>{0.5f, 1.0f});
+    kernels::unscale_grads[Device()](std::vector<Tensor>{clean}, 0.5, flag);
+    CHECK(flag.item<float>() == 1.0f);
+  }
+  // A finite value that unscaling pushes past the format's range counts as non-finite: the check
+  // is of what is stored.
+  Tensor large = tensor<float>({3e38f});
+  const Tensor flag = zeros({});
+  kernels::unscale_grads[Device()](std::vector<Tensor>{large}, 4.0, flag);
+  CHECK(flag.item<float>() == 1.0f);
 }

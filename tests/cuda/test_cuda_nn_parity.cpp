@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/ops/grad_unscale.h"
 #include "cuda/attention_tensor_core_plan.h"
 #include "helpers.h"
 #include "op_parity.h"
@@ -886,6 +887,28 @@ TEST_CASE("the kernels write every element of their bfloat16 and float16 outputs
       kernels::sort[kGPU](values, indices, x, true);
       check_parity(values, topk(x.cpu(), 4).values, 0.0, "sort kernel");
       CHECK(indices.cpu().to_vector<int64_t>() == topk(wide, 4).indices.cpu().to_vector<int64_t>());
+    }
+  }
+}
+
+TEST_CASE("unscale_grads on CUDA unscales and flags as the CPU does, for every dtype and a strided gradient") {
+  for (const DType dtype : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
+    INFO("dtype " << dtype_name(dtype));
+    const Tensor values = mul(randn({70, 33}), 1000.0).to(dtype), other = randn({5}).to(dtype);
+    for (const bool poisoned : {false, true}) {
+      INFO("poisoned " << poisoned);
+      Tensor cpu_grad = values.clone(), cpu_other = other.clone();
+      if (poisoned) cpu_other.narrow(0, 3, 1).fill_(std::numeric_limits<double>::infinity());
+      Tensor gpu_grad = cpu_grad.to(kGPU), gpu_other = cpu_other.to(kGPU);
+      // The first gradient strided on both devices: the kernels unscale it through a copy.
+      const std::vector<Tensor> cpu_grads = {cpu_grad.t(), cpu_other}, gpu_grads = {gpu_grad.t(), gpu_other};
+      const Tensor cpu_found = zeros({}), gpu_found = zeros({}, TensorOptions(kFloat32).device(kGPU));
+      kernels::unscale_grads[Device()](cpu_grads, 1.0 / 65536.0, cpu_found);
+      kernels::unscale_grads[kGPU](gpu_grads, 1.0 / 65536.0, gpu_found);
+      // One multiply by a power of two and one rounding each: the same bits.
+      CHECK(gpu_grad.to(Device()).to(kFloat64).to_vector<double>() == cpu_grad.to(kFloat64).to_vector<double>());
+      CHECK(gpu_found.item<float>() == cpu_found.item<float>());
+      CHECK(cpu_found.item<float>() == (poisoned ? 1.0f : 0.0f));
     }
   }
 }

@@ -1,0 +1,47 @@
+// The gradients' unscale and inf/NaN check on CUDA: one launch per list of gradients,
+// blockIdx.y picking the gradient and a grid-stride loop over its elements. A thread that
+// stores a non-finite value writes 1 to the flag; every writer writes the same value, so the
+// race between them is harmless, and no thread ever writes 0.
+#include <cmath>
+
+#include "cuda/check.h"
+#include "cuda/grad_unscale_kernels.h"
+#include "cuda/half_elements.h"
+#include "cuda/launch.h"
+#include "cuda/stream.h"
+
+namespace ember::cuda {
+namespace {
+
+template <class T>
+__global__ void unscale_grads_kernel(UnscaleTensorList<T> list, double inverse_scale, float* found_inf) {
+  using C = compute_t<T>;
+  const int t = blockIdx.y;
+  T* grad = list.grads[t];
+  const C inverse = static_cast<C>(inverse_scale);
+  bool found = false;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < list.sizes[t];
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const T stored = round_to<T>(to_compute(grad[i]) * inverse);
+    grad[i] = stored;
+    found = found || !isfinite(to_compute(stored));
+  }
+  if (found) *found_inf = 1.0f;
+}
+
+}  // namespace
+
+template <class T>
+void launch_unscale_grads(const UnscaleTensorList<T>& list, double inverse_scale, float* found_inf) {
+  if (list.count == 0) return;
+  unscale_grads_kernel<<<tensor_list_grid(list), kThreadsPerBlock, 0, current_stream()>>>(list, inverse_scale,
+                                                                                        found_inf);
+  check_launch("unscale_grads");
+}
+
+#define EMBER_INSTANTIATE(T) \
+  template void launch_unscale_grads<T>(const UnscaleTensorList<T>&, double, float*);
+EMBER_FOR_EACH_FLOATING_ELEMENT(EMBER_INSTANTIATE)
+#undef EMBER_INSTANTIATE
+
+}  // namespace ember::cuda
