@@ -15,17 +15,13 @@
 
 #include <cstdint>
 
+#include "core/cpu/matrix_operand.h"
 #include "core/half.h"
 
 namespace ember::cpu {
 
-// A bfloat16 matrix as the product reads it: element (i, j) of op(X) is data[i * ld + j], or
-// data[j * ld + i] when transposed (the layouts of cpu::matrix_layout).
-struct Bf16Operand {
-  const BFloat16* data;
-  int64_t ld;
-  bool transposed;
-};
+// A bfloat16 matrix as the product reads it.
+using Bf16Operand = MatrixOperand<BFloat16>;
 
 // Whether this build multiplies bfloat16 matrices on AVX512-BF16: ember compiles for the building
 // machine's CPU (EMBER_NATIVE), and the instruction is there when that CPU has it. A function, not

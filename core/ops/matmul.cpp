@@ -7,10 +7,12 @@
 #include <climits>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 
 #include "core/autocast.h"
 #include "core/autograd/record.h"
 #include "core/cpu/bf16_gemm.h"
+#include "core/cpu/float16_gemm.h"
 #include "core/cpu/blas.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -125,10 +127,12 @@ OperandLayouts checked_layouts(const Tensor& a, const Tensor& b, int64_t m, int6
 
 void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta);
 
-// out (+)= a b for bfloat16 operands on the CPU's AVX512-BF16 (cpu::bf16_gemm): float32 sums,
-// rounded once as they are stored into out; with beta != 0 they add to out's values (a linear's
-// bias). out is contiguous, as gemm_cpu writes it.
-void bf16_gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
+// out (+)= a b for 16-bit operands on ember's own gemms: bfloat16 on AVX512-BF16
+// (cpu::bf16_gemm), float16 widened while packed, on float32 FMAs (cpu::float16_gemm). Float32
+// sums, rounded once as they are stored into out; with beta != 0 they add to out's values (a
+// linear's bias). out is contiguous, as gemm_cpu writes it.
+template <class T>
+void own_16_bit_gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
   const int64_t rank = out.dim();
   const int64_t m = out.sizes()[rank - 2], n = out.sizes()[rank - 1], k = a.sizes()[rank - 1];
   const int64_t count = numel_of(batch_of(out));
@@ -136,20 +140,30 @@ void bf16_gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double b
   const OperandLayouts layouts = checked_layouts(a, b, m, n, k);
   const MatrixLayout la = layouts.a, lb = layouts.b;
   const std::vector<int64_t> offsets_a = batch_offsets(a), offsets_b = batch_offsets(b);
-  const BFloat16* pa = a.data_ptr<BFloat16>();
-  const BFloat16* pb = b.data_ptr<BFloat16>();
-  BFloat16* c = out.data_ptr<BFloat16>();
+  const T* pa = a.data_ptr<T>();
+  const T* pb = b.data_ptr<T>();
+  T* c = out.data_ptr<T>();
   for_each_matrix(count, m * n * k, [&](int64_t i) {
-    cpu::bf16_gemm(m, n, k, 1.0f, {pa + offsets_a[i], la.ld, la.transposed},
-                   {pb + offsets_b[i], lb.ld, lb.transposed}, static_cast<float>(beta), c + i * m * n, n);
+    const cpu::MatrixOperand<T> left{pa + offsets_a[i], la.ld, la.transposed};
+    const cpu::MatrixOperand<T> right{pb + offsets_b[i], lb.ld, lb.transposed};
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      cpu::bf16_gemm(m, n, k, 1.0f, left, right, static_cast<float>(beta), c + i * m * n, n);
+    } else {
+      cpu::float16_gemm(m, n, k, 1.0f, left, right, static_cast<float>(beta), c + i * m * n, n);
+    }
   });
 }
 
-// out (+)= a b for other 16-bit operands: the float32 gemm on float32 copies of a and b (see
-// cpu::widened_to_float32), whose result is rounded once into out.
+// out (+)= a b for 16-bit operands: ember's own gemms where the CPU has their instructions, else
+// the float32 gemm on float32 copies of a and b (see cpu::widened_to_float32), whose result is
+// rounded once into out.
 void gemm_16_bit_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
-  if (cpu::bf16_gemm_in_hardware() && out.dtype() == kBFloat16) {
-    bf16_gemm_cpu(out, a, b, beta);
+  if (out.dtype() == kBFloat16 && cpu::bf16_gemm_in_hardware()) {
+    own_16_bit_gemm_cpu<BFloat16>(out, a, b, beta);
+    return;
+  }
+  if (out.dtype() == kFloat16 && cpu::float16_gemm_in_hardware()) {
+    own_16_bit_gemm_cpu<Float16>(out, a, b, beta);
     return;
   }
   const Tensor out32 = beta != 0 ? cpu::widened_to_float32(out) : make_tensor(out.sizes(), kFloat32, out.device());
