@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/cpu/bf16_gemm.h"
+#include "core/cpu/float16_gemm.h"
 #include "core/ops/optimizer_steps.h"
 #include "core/ops/softmax.h"
 #include "helpers.h"
@@ -390,27 +391,34 @@ TEST_CASE("16-bit scaled_dot_product_attention: float32 softmax and sums, saved 
       manual_seed(8);
       const Tensor out32 = scaled_dot_product_attention(q32, k32, v32, options32);
       // The same float32 arithmetic on the same values: float32 rounding apart, the same result,
-      // but for bfloat16 products on AVX512-BF16, which round the weights W and the scores'
-      // gradient dS to bfloat16 (core/ops/attention_cpu.cpp). Each such rounding moves a term of
-      // a product by at most u = 2^-8 of itself, so the products' errors are bounded by u times
-      // the products of magnitudes: u |W| |v| for out, u |W|^T |dO| for dV, u scale |dS| |k| and
-      // u scale |dS|^T |q| for dQ and dK. With P the softmax (rows summing to 1) and f = 1/(1 - p)
-      // the dropout's largest factor, |W| <= f P and |dS| = P |dP - rowsum(P dP)| <= P (A +
-      // rowsum(P A)), where |dP| <= A = f |dO| |v|^T.
+      // but for products on ember's own 16-bit gemms, which round the weights W and the scores'
+      // gradient dS to the 16-bit dtype (core/ops/attention_cpu.cpp). Each such rounding moves a
+      // term x of a product by at most u |x| + e: u = 2^-8 (bfloat16) or 2^-11 (float16), and e
+      // half the spacing of the subnormals a tiny x may round to (2^-25 for float16; for
+      // bfloat16, whose subnormals the gemm reads as zero, float32's smallest normal). So the
+      // products' errors are bounded by u |W| |v| + e 1 |v| for out, u |W|^T |dO| + e 1 |dO|
+      // for dV, scale (u |dS| + e 1) |k| and scale (u |dS| + e 1)^T |q| for dQ and dK (1 a
+      // matrix of ones). With P the softmax (rows summing to 1) and f = 1/(1 - p) the dropout's
+      // largest factor, |W| <= f P and |dS| = P |dP - rowsum(P dP)| <= P (A + rowsum(P A)), where
+      // |dP| <= A = f |dO| |v|^T.
       Tensor bound_out, bound_q, bound_k, bound_v;
-      if (dtype == kBFloat16 && cpu::bf16_gemm_in_hardware()) {
+      const bool own_gemm = dtype == kBFloat16 ? cpu::bf16_gemm_in_hardware() : cpu::float16_gemm_in_hardware();
+      if (own_gemm) {
         AttentionOptions plain = options32;
         plain.dropout_p = 0.0;
         const Tensor softmax = scaled_dot_product_attention_with_weights(q, k, v, plain).weights;
         const Tensor p = where(eq(softmax, softmax), softmax, 0.0);  // a fully masked row's NaNs: no terms
-        const double u = 0x1p-8, f = 1.0 / (1.0 - c.dropout_p), scale = 1.0 / std::sqrt(8.0);
-        const Tensor p_t = transpose(p, -2, -1);
-        bound_out = mul(matmul(p, abs(v)), u * f);
-        bound_v = mul(matmul(p_t, abs(grad)), u * f);
+        const double u = dtype == kBFloat16 ? 0x1p-8 : 0x1p-11, f = 1.0 / (1.0 - c.dropout_p);
+        const double e = dtype == kBFloat16 ? static_cast<double>(FLT_MIN) : 0x1p-25;
+        const double scale = 1.0 / std::sqrt(8.0);
+        // u |x| + e, for a matrix of bounds |x|.
+        auto rounded_term = [&](const Tensor& magnitude) { return add(mul(magnitude, u), e); };
+        bound_out = matmul(rounded_term(mul(p, f)), abs(v));
+        bound_v = matmul(transpose(rounded_term(mul(p, f)), -2, -1), abs(grad));
         const Tensor a = mul(matmul(abs(grad), transpose(abs(v), -2, -1)), f);
-        const Tensor d_scores = mul(p, add(a, sum(mul(p, a), {-1}, true)));
-        bound_q = mul(matmul(d_scores, abs(k)), u * scale);
-        bound_k = mul(matmul(transpose(d_scores, -2, -1), abs(q)), u * scale);
+        const Tensor d_scores = rounded_term(mul(p, add(a, sum(mul(p, a), {-1}, true))));
+        bound_q = mul(matmul(d_scores, abs(k)), scale);
+        bound_k = mul(matmul(transpose(d_scores, -2, -1), abs(q)), scale);
       }
       check_matches_rounded(out16, out32, dtype, 1.0, bound_out);
       out16.backward(grad.to(dtype));

@@ -15,11 +15,12 @@
 // The dropout mask is not stored: both passes draw it again, as the dropout op does.
 //
 // 16-bit q, k, v: the softmax, its backward and the softmax saved for backward are float32.
-// - bfloat16 on a CPU with AVX512-BF16 (cpu::bf16_gemm): the products take q, k, v and dO as
-//   they are, and the weights W and the scores' gradient dS rounded once to bfloat16, as
-//   FlashAttention on GPUs and PyTorch's CPU kernel do; their float32 sums are rounded once into
-//   out and the gradients. The roundings of W and dS are the only difference from float32
-//   arithmetic, at most 2^-8 of each term (tests/test_half_nn_ops.cpp bounds them).
+// - Where the build has ember's own 16-bit gemms (cpu::bf16_gemm on AVX512-BF16,
+//   cpu::float16_gemm on AVX-512): the products take q, k, v and dO as they are, and the weights
+//   W and the scores' gradient dS rounded once to q's dtype, as FlashAttention on GPUs and
+//   PyTorch's CPU kernel do; their float32 sums are rounded once into out and the gradients. The
+//   roundings of W and dS are the only difference from float32 arithmetic, at most 2^-8
+//   (bfloat16) or 2^-11 (float16) of each term (tests/test_half_nn_ops.cpp bounds them).
 // - otherwise q, k, v (and a float mask of their dtype) are widened to float32 copies on which
 //   the float32 kernels run, and the output and the gradients are rounded once.
 #include <omp.h>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "core/cpu/bf16_gemm.h"
+#include "core/cpu/float16_gemm.h"
 #include "core/cpu/blas.h"
 #include "core/cpu/half_rows.h"
 #include "core/cpu/philox_block.h"
@@ -112,8 +114,8 @@ class RowMask {
 };
 
 // C = alpha op(A) op(B) for one matrix of the batch (dims checked to fit BLAS's int by the op):
-// BLAS for float32 and float64 operands; for bfloat16 operands ember's bf16_gemm, whose float32
-// sums go into a float32 C (scores) or are rounded once into a bfloat16 one (out, gradients).
+// BLAS for float32 and float64 operands; for 16-bit operands ember's own gemms, whose float32
+// sums go into a float32 C (scores) or are rounded once into a 16-bit one (out, gradients).
 template <class T>
 void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
              const T* b, int64_t ldb, T* c, int64_t ldc) {
@@ -127,8 +129,14 @@ void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float 
   cpu::bf16_gemm(m, n, k, alpha, {a, lda, trans_a}, {b, ldb, trans_b}, 0.0f, c, ldc);
 }
 
+template <class Out>
+void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Float16* a,
+             int64_t lda, const Float16* b, int64_t ldb, Out* c, int64_t ldc) {
+  cpu::float16_gemm(m, n, k, alpha, {a, lda, trans_a}, {b, ldb, trans_b}, 0.0f, c, ldc);
+}
+
 // count values of the kernel's arithmetic type C (the weights, the scores' gradient) as an
-// operand of a product on operands of type T: the values themselves, or for bfloat16 operands a
+// operand of a product on operands of type T: the values themselves, or for 16-bit operands a
 // copy rounded once into `rounded`.
 template <class T, class C>
 const T* as_operand(const C* values, int64_t count, T* rounded) {
@@ -233,18 +241,25 @@ void attention_forward(const Tensor& out, const Tensor& q_tensor, const Tensor& 
   });
 }
 
-// Whether bfloat16 attention runs its products on bfloat16 operands (cpu::bf16_gemm) rather than
-// on float32 copies: where the CPU has the instruction that makes them faster.
-bool bfloat16_products(const Tensor& q) { return q.dtype() == kBFloat16 && cpu::bf16_gemm_in_hardware(); }
+// Whether 16-bit attention runs its products on 16-bit operands (ember's own gemms) rather than
+// on float32 copies: where the build has their vector kernels.
+bool own_16_bit_products(const Tensor& q) {
+  return (q.dtype() == kBFloat16 && cpu::bf16_gemm_in_hardware()) ||
+         (q.dtype() == kFloat16 && cpu::float16_gemm_in_hardware());
+}
 
 // Returns the softmax, which the backward reads (float32 for 16-bit inputs).
 Tensor attention_cpu(const Tensor& out, const Tensor& q_tensor, const Tensor& k_tensor, const Tensor& v_tensor,
                      const kernels::AttentionArgs& args) {
   Shape probs_shape = q_tensor.sizes();  // [*batch, L, S]: q, k and v share their batch dims here
   probs_shape.back() = k_tensor.size(-2);
-  if (bfloat16_products(q_tensor)) {
+  if (own_16_bit_products(q_tensor)) {
     const Tensor probs = make_tensor(probs_shape, kFloat32, q_tensor.device());
-    attention_forward<BFloat16>(out, q_tensor, k_tensor, v_tensor, probs, with_float32_mask(args));
+    visit_any_floating(q_tensor.dtype(), "attention", [&]<class T>() {
+      if constexpr (!std::is_same_v<T, compute_type<T>>) {
+        attention_forward<T>(out, q_tensor, k_tensor, v_tensor, probs, with_float32_mask(args));
+      }
+    });
     return probs;
   }
   if (is_16_bit_floating_point(q_tensor.dtype())) {
@@ -328,9 +343,13 @@ void attention_backward_cpu(const Tensor& grad_q, const Tensor& grad_k, const Te
                             const Tensor& grad_out, const Tensor& q_tensor, const Tensor& k_tensor,
                             const Tensor& v_tensor, const Tensor& out, const Tensor& probs,
                             const kernels::AttentionArgs& args) {
-  if (bfloat16_products(q_tensor)) {
-    attention_backward<BFloat16>(grad_q, grad_k, grad_v, grad_out, q_tensor, k_tensor, v_tensor, probs,
-                                 with_float32_mask(args));
+  if (own_16_bit_products(q_tensor)) {
+    visit_any_floating(q_tensor.dtype(), "attention_backward", [&]<class T>() {
+      if constexpr (!std::is_same_v<T, compute_type<T>>) {
+        attention_backward<T>(grad_q, grad_k, grad_v, grad_out, q_tensor, k_tensor, v_tensor, probs,
+                              with_float32_mask(args));
+      }
+    });
     return;
   }
   if (is_16_bit_floating_point(q_tensor.dtype())) {
