@@ -109,6 +109,8 @@ inline void run_row_in_blocks(Out* out, [[maybe_unused]] std::tuple<const In*...
     for (int64_t i = 0; i < m; ++i) results[i] = static_cast<compute_type<Out>>(f(std::get<I>(inputs)[i]...));
     if constexpr (is_16_bit_element<Out>) {
       store_block(results.data(), m, out + start * step[0], step[0]);
+    } else if (step[0] == 1) {
+      std::copy_n(results.data(), m, out + start);
     } else {
       for (int64_t i = 0; i < m; ++i) out[(start + i) * step[0]] = results[i];
     }

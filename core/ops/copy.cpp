@@ -2,6 +2,8 @@
 // to CPU registers below; the CUDA backend registers the copies that involve a GPU.
 #include "core/ops/copy.h"
 
+#include <type_traits>
+
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
 #include "core/dispatch.h"
@@ -15,10 +17,25 @@ constinit KernelTable<void(const Tensor& dst, const Tensor& src)> copy{"copy"};
 
 namespace {
 
+// Whether a value of type T widens exactly to float32 and back: float32 and the 16-bit formats.
+template <class T>
+constexpr bool is_float32_or_16_bit = std::is_same_v<compute_type<T>, float>;
+
 void copy_cpu(const Tensor& dst, const Tensor& src) {
   visit_any_dtype(dst.dtype(), [&]<class Out>() {
     visit_any_dtype(src.dtype(), [&]<class In>() {
-      cpu::for_each_element<Out, In>(dst, {src}, [](In value) { return static_cast<Out>(value); });
+      if constexpr (is_float32_or_16_bit<Out> && is_float32_or_16_bit<In> &&
+                    (!std::is_same_v<Out, float> || std::is_same_v<In, Float16>)) {
+        // Through float32 (exact from any of them, one rounding into Out): the element loop
+        // widens and rounds 16-bit rows in blocks (cpu/loops.h, F16C for float16), where a
+        // conversion between the value types would run element by element. (bfloat16 to float32
+        // is a shift, which the direct loop below vectorises best.)
+        cpu::for_each_element<Out, In>(dst, {src}, [](float value) { return value; });
+      } else {
+        // A double or an integer rounds to a 16-bit type once, through the value type's own
+        // conversion (core/half.h), not through float32.
+        cpu::for_each_element<Out, In>(dst, {src}, [](In value) { return static_cast<Out>(value); });
+      }
     });
   });
 }

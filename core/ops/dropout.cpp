@@ -13,6 +13,7 @@
 #include "core/ops/dropout.h"
 
 #include "core/autograd/record.h"
+#include "core/cpu/half_rows.h"
 #include "core/cpu/philox_block.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
@@ -51,11 +52,21 @@ void apply_dropout_mask_cpu(const Tensor& out, const Tensor& x, double p, Philox
         philox4x32_block<kBlock>(state.seed, state.offset + static_cast<uint64_t>(first_counter), words);
         const int64_t first = first_counter * 4;
         const int64_t count = std::min<int64_t>(4 * kBlock, numel - first);
-        // Branch-free (times scale or times 0), so that the loop vectorises.
+        // Branch-free (times scale or times 0), so that the loop vectorises. A 16-bit block is
+        // widened into float32 first and rounded back after, a row at a time (cpu/half_rows.h).
         const T* block_in = in + first;
         T* block_out = result + first;
-        for (int64_t i = 0; i < count; ++i) {
-          block_out[i] = T(C(block_in[i]) * (static_cast<C>(uniform_float(words[i]) >= threshold) * keep_scale));
+        if constexpr (std::is_same_v<T, C>) {
+          for (int64_t i = 0; i < count; ++i) {
+            block_out[i] = block_in[i] * (static_cast<C>(uniform_float(words[i]) >= threshold) * keep_scale);
+          }
+        } else {
+          alignas(64) float values[4 * kBlock];
+          cpu::widen_row(block_in, count, values);
+          for (int64_t i = 0; i < count; ++i) {
+            values[i] *= static_cast<C>(uniform_float(words[i]) >= threshold) * keep_scale;
+          }
+          cpu::round_row(values, count, block_out);
         }
       }
     });
