@@ -2,8 +2,9 @@
 // product and the three products of a linear layer (forward, dX and dW in backward); and
 // matmul on bfloat16 and float16 operands beside float32 at transformer shapes (a projection,
 // and a batch of attention-score products): bfloat16 on ember's own gemm where the CPU has
-// AVX512-BF16 (core/cpu/bf16_gemm.h), otherwise, and float16 always, by widening the operands to
-// float32 for sgemm and rounding the product once.
+// AVX512-BF16 (core/cpu/bf16_gemm.h), float16 on ember's widening one where it has AVX-512
+// (core/cpu/float16_gemm.h), otherwise by widening the operands to float32 for sgemm and
+// rounding the product once.
 //   OMP_NUM_THREADS=2 ./build/benchmarks/bench_matmul --benchmark_repetitions=5 \
 //       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
