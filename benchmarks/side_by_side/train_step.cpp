@@ -24,6 +24,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/cpu/bf16_gemm.h"
@@ -63,15 +64,16 @@ bool bf16_ceiling(ember::train::Precision precision) {
 
 // The best GFLOP/s that product reaches on square n x n products, over `repeats` timed calls
 // after two that warm up.
-double product_gflops(bool bf16, int n, int repeats) {
+template <class T>
+double product_gflops(int n, int repeats) {
   const size_t count = static_cast<size_t>(n) * n;
-  std::vector<float> a(count, 0.5f), b(count, 0.25f), c(count);
-  std::vector<ember::BFloat16> a16(count, ember::BFloat16(0.5f)), b16(count, ember::BFloat16(0.25f)), c16(count);
+  const std::vector<T> a(count, T(0.5f)), b(count, T(0.25f));
+  std::vector<T> c(count);
   double fastest = 1e30;
   for (int i = 0; i < repeats + 2; ++i) {
     const auto start = Clock::now();
-    if (bf16) {
-      ember::cpu::bf16_gemm(n, n, n, 1.0f, {a16.data(), n, false}, {b16.data(), n, false}, 0.0f, c16.data(), n);
+    if constexpr (std::is_same_v<T, ember::BFloat16>) {
+      ember::cpu::bf16_gemm(n, n, n, 1.0f, {a.data(), n, false}, {b.data(), n, false}, 0.0f, c.data(), n);
     } else {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
                   c.data(), n);
@@ -79,6 +81,10 @@ double product_gflops(bool bf16, int n, int repeats) {
     if (i >= 2) fastest = std::min(fastest, seconds_since(start));
   }
   return 2.0 * n * n * n / fastest / 1e9;
+}
+
+double product_gflops(bool bf16, int n, int repeats) {
+  return bf16 ? product_gflops<ember::BFloat16>(n, repeats) : product_gflops<float>(n, repeats);
 }
 
 // The ceiling ember's matmuls are measured against: the best of several square sizes.

@@ -127,7 +127,7 @@ struct PortableKernel {
   }
 };
 
-#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+#if defined(EMBER_PACKED_GEMM_AVX512) && defined(__AVX512BF16__)
 // One pair of a's values in every lane. clang 16 crashes (its x86 back end segfaults) when it
 // folds a broadcast into vdpbf16ps's operand; an empty asm statement hides the broadcast from it.
 inline __m512bh broadcast_pair(uint32_t pair) {
@@ -163,7 +163,7 @@ struct Avx512Bf16Kernel {
 };
 #endif
 
-#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+#if defined(EMBER_PACKED_GEMM_AVX512) && defined(__AVX512BF16__)
 using FastestKernel = Avx512Bf16Kernel;
 #else
 using FastestKernel = PortableKernel;

@@ -79,7 +79,7 @@ struct PortableKernel {
   }
 };
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
+#if defined(EMBER_PACKED_GEMM_AVX512)
 // The tile in 24 registers; per k, two loads of b, kRows broadcasts of a, 2 kRows FMAs (each the
 // single rounding std::fma is).
 struct Avx512Kernel {

@@ -43,7 +43,10 @@
 #include "core/cpu/matrix_operand.h"
 #include "core/half.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
+// The vector kernels and their store need AVX-512 F, BW (masked 16-bit moves) and VL (their
+// 256-bit forms).
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define EMBER_PACKED_GEMM_AVX512 1
 #include "core/cpu/x86_intrinsics.h"
 #endif
 
@@ -103,7 +106,7 @@ void store_tile(const float (&tile)[kRows][kColumns], Out* c, int64_t ldc, int64
   }
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
+#if defined(EMBER_PACKED_GEMM_AVX512)
 // 16 lanes of c, loaded (masked: c past the edge is never read) as float32, and stored rounded
 // once to c's type: the vector kernels' store.
 inline __m512 load_lanes(const float* c, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, c); }
