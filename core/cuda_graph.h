@@ -38,6 +38,11 @@
 //     their other hyper-parameters stay as they were at capture (changing one is refused).
 //   - Shapes are fixed: a batch of another shape needs a graph of its own (nn/train/
 //     graphed_steps.h keeps one per shape).
+//   - A capture that fails (the step throws, or CUDA refuses to record it) leaves nothing
+//     behind: the gradients the step assigned and the optimizer's captured mark are put back
+//     (core/capture_rollback.h), so the step can run uncaptured or be captured again.
+//   - Once an optimizer's step is captured, its state tensors stay where the graph recorded
+//     them: load_state_dict and to_parameter_devices are refused; build them before capturing.
 #pragma once
 
 #include <functional>

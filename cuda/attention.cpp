@@ -39,6 +39,7 @@ AttentionPointers<device_element_t<T>> pointers_of(const Tensor& out, const Tens
   pointers.is_causal = args.is_causal;
   pointers.scale = static_cast<compute_type<T>>(args.scale);
   pointers.dropout_p = static_cast<float>(args.dropout_p);
+  if (args.dropout_p > 0) pointers.dropout_keep_scale = static_cast<compute_type<T>>(1.0 / (1.0 - args.dropout_p));
   pointers.dropout_state = args.dropout_state;
   return pointers;
 }

@@ -181,12 +181,15 @@ __global__ void __launch_bounds__(kThreads) attention_forward(AttentionLayout la
   C *const q_tile = shared_tile<C>(0), *const kv_tile = shared_tile<C>(1), *const weights_tile = shared_tile<C>(2);
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
   const int64_t L = layout.target_length, S = layout.source_length, E = layout.embed, Ev = layout.value_embed;
-  const int64_t row0 = int64_t(blockIdx.x) * kTile, col0 = int64_t(blockIdx.z) * kTile;
+  const int64_t row0 = int64_t(blockIdx.x) * kTile;
   const WeightsDropout<T> dropout(args);
   // A causal row i sees keys j <= i: this tile's rows see none past row0 + 63.
   const int64_t key_end = args.is_causal && row0 + kTile < S ? row0 + kTile : S;
   const bool q_resident = E <= kTile;
+  // Chunks of 64 output columns along z, looping past gridDim.z's limit as matrices do along y.
+  const int64_t col_end = Ev > 0 ? Ev : 1;
 
+  for (int64_t col0 = int64_t(blockIdx.z) * kTile; col0 < col_end; col0 += int64_t(gridDim.z) * kTile)
   for (int64_t n = blockIdx.y; n < layout.matrices; n += gridDim.y) {
     C running_max[kPerThread], running_sum[kPerThread], acc[kPerThread][kPerThread];
     #pragma unroll
@@ -249,7 +252,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward(AttentionLayout la
         const int64_t col = col0 + tx + 16 * c;
         if (col < Ev) args.out[layout.offset(kAttentionOut, n, i, col)] = round_to<T>(acc[r][c] / running_sum[r]);
       }
-      if (blockIdx.z == 0 && tx == 0) args.log_sum_exp[n * L + i] = running_max[r] + log(running_sum[r]);
+      if (col0 == 0 && tx == 0) args.log_sum_exp[n * L + i] = running_max[r] + log(running_sum[r]);
     }
   }
 }
@@ -282,15 +285,19 @@ __global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayou
   C *const v_tile = shared_tile<C>(3), *const weights_tile = shared_tile<C>(4), *const grad_scores_tile = shared_tile<C>(5);
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
   const int64_t L = layout.target_length, S = layout.source_length, E = layout.embed, Ev = layout.value_embed;
-  const int64_t key0 = int64_t(blockIdx.x) * kTile, col0 = int64_t(blockIdx.z) * kTile;
+  const int64_t key0 = int64_t(blockIdx.x) * kTile;
   const WeightsDropout<T> dropout(args);
   const bool need_scores = args.grad_q != nullptr || args.grad_k != nullptr;
+  // Chunks of 64 columns of the widest head dim along z, looping past gridDim.z's limit.
+  const int64_t widest = E > Ev ? E : Ev;
+  const int64_t col_end = widest > 0 ? widest : 1;
   // With E, Ev <= 64 the k and v tiles hold this block's keys for good, and the q and grad_out
   // tiles, once loaded for a query tile, are also the ones the gradients' products need.
   const bool resident = E <= kTile && Ev <= kTile;
   // A causal key j is seen by queries i >= j only.
   const int64_t query_begin = args.is_causal ? key0 : 0;
 
+  for (int64_t col0 = int64_t(blockIdx.z) * kTile; col0 < col_end; col0 += int64_t(gridDim.z) * kTile)
   for (int64_t n = blockIdx.y; n < layout.matrices; n += gridDim.y) {
     C grad_k[kPerThread][kPerThread], grad_v[kPerThread][kPerThread];
     clear(grad_k);
@@ -411,6 +418,9 @@ TensorCoreDevice current_tensor_core_device() {
   return {capabilities[device].load(), shared_memory[device].load()};
 }
 
+constexpr int64_t kMaxGridZ = 65535;
+std::atomic<int64_t> column_block_limit{kMaxGridZ};
+
 std::atomic<bool>& tensor_cores_setting() {
   static std::atomic<bool> allowed(tensor_cores_allowed_by(std::getenv("EMBER_ATTENTION_TENSOR_CORES")));
   return allowed;
@@ -428,6 +438,10 @@ bool takes_tensor_cores(const AttentionLayout& layout) {
 
 }  // namespace
 
+void set_attention_column_block_limit(int64_t limit) {
+  column_block_limit.store(limit < 1 ? 1 : (limit > kMaxGridZ ? kMaxGridZ : limit));
+}
+
 bool attention_tensor_cores_allowed() { return tensor_cores_setting().load(); }
 void set_attention_tensor_cores_allowed(bool allowed) { tensor_cores_setting().store(allowed); }
 
@@ -439,10 +453,9 @@ void launch_attention_forward(const AttentionLayout& layout, const AttentionPoin
     return;
   }
   const size_t shared = 3 * kTileElements * sizeof(compute_t<T>);
-  static const bool allowed = (allow_shared_memory(attention_forward<T>, shared, "attention"), true);
-  (void)allowed;
+  allow_shared_memory(attention_forward<T>, shared, "attention");
   const dim3 grid(attention_tiles(layout.target_length), attention_matrix_blocks(layout.matrices),
-                  attention_tiles(layout.value_embed > 0 ? layout.value_embed : 1));
+                  attention_column_blocks(layout.value_embed > 0 ? layout.value_embed : 1, column_block_limit.load()));
   attention_forward<T><<<grid, kThreads, shared, current_stream()>>>(layout, args);
   check_launch("attention");
 }
@@ -462,11 +475,10 @@ void launch_attention_backward(const AttentionLayout& layout, const AttentionPoi
     return;
   }
   const size_t shared = 6 * kTileElements * sizeof(compute_t<T>);
-  static const bool allowed = (allow_shared_memory(attention_backward<T>, shared, "attention_backward"), true);
-  (void)allowed;
+  allow_shared_memory(attention_backward<T>, shared, "attention_backward");
   const int64_t widest = layout.embed > layout.value_embed ? layout.embed : layout.value_embed;
   const dim3 grid(attention_tiles(layout.source_length), attention_matrix_blocks(layout.matrices),
-                  attention_tiles(widest > 0 ? widest : 1));
+                  attention_column_blocks(widest > 0 ? widest : 1, column_block_limit.load()));
   attention_backward<T><<<grid, kThreads, shared, current_stream()>>>(layout, args);
   check_launch("attention_backward");
 }

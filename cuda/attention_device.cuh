@@ -11,6 +11,7 @@
 #include "cuda/attention_kernels.h"
 #include "cuda/check.h"
 #include "cuda/half_elements.h"
+#include "cuda/once_per_device.h"
 
 namespace ember::cuda {
 
@@ -44,13 +45,13 @@ template <class T, class C = compute_t<T>>
 struct WeightsDropout {
   bool on;
   float p;
-  C keep_scale;        // 1 / (1 - p)
+  C keep_scale;        // 1 / (1 - p), from the host (AttentionPointers::dropout_keep_scale)
   PhiloxState draw;    // absolute: resolved once, from the device pair inside a CUDA graph
 
   __device__ explicit WeightsDropout(const AttentionPointers<T>& args)
       : on(args.dropout_p > 0),
         p(args.dropout_p),
-        keep_scale(on ? C(1) / (C(1) - C(args.dropout_p)) : C(1)),
+        keep_scale(on ? args.dropout_keep_scale : C(1)),
         draw(on ? resolve(args.dropout_state) : PhiloxState{}) {}
 
   // 1 / (1 - p) if weight (i, j) of matrix n is kept, else 0; 1 without dropout.
@@ -70,10 +71,30 @@ inline unsigned int attention_matrix_blocks(int64_t matrices) {
 // 64-wide tiles covering `length` (rows or head dims): both kernels' tiles are 64 rows.
 inline unsigned int attention_tiles(int64_t length) { return static_cast<unsigned int>((length + 63) / 64); }
 
-// Kernels using more than 48 KiB of dynamic shared memory must say so once.
+// Blocks along z, one per 64-column chunk of the head dims, up to CUDA's limit on gridDim.z (the
+// kernels loop past it, as they do over matrices along y).
+// `limit` is CUDA's 65,535 except in the tests, which lower it to run the loop at small sizes.
+inline unsigned int attention_column_blocks(int64_t length, int64_t limit) {
+  const int64_t tiles = (length + 63) / 64;
+  return static_cast<unsigned int>(tiles < limit ? tiles : limit);
+}
+
+// Kernels using more than 48 KiB of dynamic shared memory must say so, once on each device: the
+// attribute belongs to the current device's context, so a process that set it on cuda:0 must
+// set it again before the first launch on cuda:1.
+inline OncePerDevice& shared_memory_opt_ins() {
+  static OncePerDevice done;
+  return done;
+}
+
 template <class Kernel>
 void allow_shared_memory(Kernel kernel, size_t bytes, const char* op) {
+  int device = 0;
+  check(cudaGetDevice(&device), op);
+  const void* key = reinterpret_cast<const void*>(kernel);
+  if (shared_memory_opt_ins().is_done(key, device)) return;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), op);
+  shared_memory_opt_ins().mark_done(key, device);
 }
 
 // The tensor-core path (cuda/attention_tensor_cores.cu), for T = __nv_bfloat16 and __half, when

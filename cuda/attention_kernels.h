@@ -26,6 +26,9 @@ struct AttentionPointers {
   bool is_causal = false;
   Compute scale = 1;
   float dropout_p = 0;  // compared with uniform_float as the dropout op does
+  // 1 / (1 - p), computed on the host from the double p as the CPU kernel does: from the
+  // float-rounded p it would be off by up to 4e-9 relative, visible in float64.
+  Compute dropout_keep_scale = 1;
   PhiloxState dropout_state;
   Compute* log_sum_exp = nullptr;  // [matrices, L], contiguous: the forward writes it, the backward reads it
   // Backward only (each gradient may be null when not needed):

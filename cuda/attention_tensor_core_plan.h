@@ -127,6 +127,11 @@ inline bool tensor_cores_allowed_by(const char* environment_value) {
 bool attention_tensor_cores_allowed();
 void set_attention_tensor_cores_allowed(bool allowed);
 
+// The most blocks the float32-tile kernels launch along z (64-column chunks of the head dims):
+// CUDA's limit, 65,535, unless a test lowers it to exercise the kernels' loop over chunks (it is
+// declared here, in a header the tests can include, beside the other attention setting).
+void set_attention_column_block_limit(int64_t limit);
+
 // Allows or forbids the tensor-core path for the scope's lifetime, then restores the setting.
 class AttentionTensorCoresScope {
  public:

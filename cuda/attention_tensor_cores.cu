@@ -387,9 +387,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, int D>
 void forward_with(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   constexpr size_t shared = tensor_core_forward_plan(D).bytes;
-  static const bool allowed =
-      (allow_shared_memory(attention_forward_tensor_cores<T, D>, shared, "attention"), true);
-  (void)allowed;
+  allow_shared_memory(attention_forward_tensor_cores<T, D>, shared, "attention");
   const dim3 grid(attention_tiles(layout.target_length), attention_matrix_blocks(layout.matrices), 1);
   attention_forward_tensor_cores<T, D><<<grid, kThreads, shared, current_stream()>>>(layout, args);
   check_launch("attention");
@@ -398,9 +396,7 @@ void forward_with(const AttentionLayout& layout, const AttentionPointers<T>& arg
 template <class T, int D>
 void backward_with(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   constexpr size_t shared = tensor_core_backward_plan(D).bytes;
-  static const bool allowed =
-      (allow_shared_memory(attention_backward_tensor_cores<T, D>, shared, "attention_backward"), true);
-  (void)allowed;
+  allow_shared_memory(attention_backward_tensor_cores<T, D>, shared, "attention_backward");
   const dim3 grid(attention_tiles(layout.source_length), attention_matrix_blocks(layout.matrices), 1);
   attention_backward_tensor_cores<T, D><<<grid, kThreads, shared, current_stream()>>>(layout, args);
   check_launch("attention_backward");

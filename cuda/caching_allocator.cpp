@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/cuda.h"
+#include "core/cuda_graph.h"
 #include "core/error.h"
 #include "core/storage.h"
 #include "cuda/block_pools.h"
@@ -41,6 +42,20 @@ size_t size_class(size_t nbytes) {
   // size and fails in cudaMalloc with the out-of-memory message.
   if (nbytes > std::numeric_limits<size_t>::max() - step) return nbytes;
   return (nbytes + step - 1) / step * step;
+}
+
+// cudaMalloc that a graph capture on this thread allows. A capture in
+// cudaStreamCaptureModeThreadLocal refuses "potentially unsafe" calls such as cudaMalloc made by
+// its own thread, and a graph's private pool starts empty, so its first allocations would fail
+// the capture. Relaxed mode permits the call for its duration; the mode is restored after it.
+// Allocating during a capture is safe here: the block is not touched by the call itself, and the
+// graph records only the kernels that later use its address.
+cudaError_t capture_safe_malloc(void** block, size_t size) {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  const cudaError_t exchanged = cudaThreadExchangeStreamCaptureMode(&mode);
+  const cudaError_t status = cudaMalloc(block, size);
+  if (exchanged == cudaSuccess) cudaThreadExchangeStreamCaptureMode(&mode);  // back to what it was
+  return status;
 }
 
 // Makes `index` the current device for the calls in its scope, and restores the previous one.
@@ -99,6 +114,8 @@ class CachingAllocator final : public Allocator {
   }
 
   void empty_cache() {
+    // cudaFree synchronises the device, which would invalidate the capture.
+    EMBER_CHECK(!is_capturing_graph(), "empty_cache: cannot return memory to the driver inside a CUDA graph capture");
     std::lock_guard lock(mutex_);
     for (auto& [device, pool] : pools_) release_cached(pool, device);
   }
@@ -124,24 +141,28 @@ class CachingAllocator final : public Allocator {
 
  private:
   // On an out-of-memory the cached blocks (of every size) go back to the driver and the
-  // request is tried once more; only then is it the user's problem.
+  // request is tried once more; only then is it the user's problem. Not during a graph capture:
+  // cudaFree synchronises the device, which would invalidate the capture, so there the first
+  // out-of-memory is reported as it is.
   void* malloc_with_retry(DevicePool& pool, size_t size, int device, size_t requested) {
     DeviceScope scope(device);
+    const bool capturing = pool.blocks.routed_to() != BlockPools::kSharedPool;
     void* block = nullptr;
-    cudaError_t status = cudaMalloc(&block, size);
-    if (status == cudaErrorMemoryAllocation) {
+    cudaError_t status = capture_safe_malloc(&block, size);
+    if (status == cudaErrorMemoryAllocation && !capturing) {
       cudaGetLastError();  // clear it, so that the next op does not report it again
       release_cached(pool, device);
-      status = cudaMalloc(&block, size);
+      status = capture_safe_malloc(&block, size);
     }
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();
       size_t free_bytes = 0, total_bytes = 0;
       if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) cudaGetLastError();  // the message says 0 then
-      fail("cuda allocator: out of memory on cuda:{} allocating {} bytes (rounded to {}): ember holds {} bytes "
+      fail("cuda allocator: out of memory on cuda:{} allocating {} bytes (rounded to {}){}: ember holds {} bytes "
            "for tensors (peak {}), the device has {} of {} bytes free",
-           device, requested, size, pool.stats.allocated_bytes, pool.stats.peak_allocated_bytes, free_bytes,
-           total_bytes);
+           device, requested, size,
+           capturing ? " while a CUDA graph was captured (the cache is not returned to the driver then)" : "",
+           pool.stats.allocated_bytes, pool.stats.peak_allocated_bytes, free_bytes, total_bytes);
     }
     check(status, "cuda allocator: cudaMalloc");
     ++pool.stats.cuda_malloc_calls;

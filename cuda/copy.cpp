@@ -7,6 +7,7 @@
 // with the host side first made contiguous on the CPU, so only plain bytes cross the bus.
 #include <cuda_runtime_api.h>
 
+#include "core/cuda_graph.h"
 #include "core/ops/copy.h"
 #include "cuda/check.h"
 #include "cuda/copy_kernels.h"
@@ -43,8 +44,20 @@ Tensor contiguous_on_host(const Tensor& src) {
   return host;
 }
 
+// A copy between host and device waits for the GPU, which a CUDA graph cannot record: whether
+// CUDA refuses a synchronous cudaMemcpy inside a capture on a non-blocking stream is not
+// something to rely on, and if it did not, item() would read memory the graph has not written
+// yet. So ember refuses it itself, before any CUDA call.
+void refuse_while_capturing(const char* what) {
+  EMBER_CHECK(!is_capturing_graph(), "{}: a copy between host and device waits for the GPU, which a CUDA graph "
+              "capture cannot record (no item(), cpu(), to(kCPU) or upload from host memory inside a captured "
+              "step: copy the batch into the graph's input tensors before replay(), and read outputs after it)",
+              what);
+}
+
 // From pageable memory, cudaMemcpy waits for the queued work before it copies.
 void copy_to_device(void* device_bytes, const Tensor& host) {
+  refuse_while_capturing("copy to GPU");
   check(cudaMemcpy(device_bytes, host.raw_data(), byte_size(host), cudaMemcpyHostToDevice), "copy to GPU");
   host_waited_for_gpu();
 }
@@ -58,6 +71,7 @@ void upload(const Tensor& dst, const Tensor& src) {
 }
 
 void copy_to_host(const Tensor& host, const Tensor& device_side) {
+  refuse_while_capturing("copy to CPU");
   check(cudaMemcpy(host.raw_data(), device_side.raw_data(), byte_size(host), cudaMemcpyDeviceToHost), "copy to CPU");
   host_waited_for_gpu();
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "core/cuda.h"
+#include "core/cuda_graph.h"
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/host_wait.h"
@@ -50,6 +51,7 @@ int64_t host_synchronizations() { return host_waits.load(std::memory_order_relax
 
 void synchronize() {
   if (device_count() == 0) return;
+  EMBER_CHECK(!is_capturing_graph(), "synchronize: the host cannot wait for the GPU inside a CUDA graph capture");
   check(cudaDeviceSynchronize(), "synchronize");
   host_waited_for_gpu();
 }

@@ -58,6 +58,21 @@ struct GemmBatchLayout {
   int64_t batch_stride(int operand) const { return dims == 0 ? 0 : strides[operand][0]; }
 };
 
+// Whether every matrix of `operand` starts at a multiple of `alignment` bytes, given the address
+// of its first matrix: cuBLAS's 16-bit batched products over pointer arrays need each pointer
+// 16-byte aligned, and cannot see the pointers themselves, which live in device memory. The
+// offsets are sums of multiples of the merged strides, every merged dim moves (size > 1), and
+// the matrix one step along dim d alone sits one stride away; so all are aligned exactly when
+// the base and every stride (in bytes) are.
+inline bool batch_pointers_aligned(const GemmBatchLayout& layout, int operand, uint64_t base_address,
+                                   int64_t element_bytes, int64_t alignment) {
+  if (base_address % static_cast<uint64_t>(alignment) != 0) return false;
+  for (int d = 0; d < layout.dims; ++d) {
+    if ((layout.strides[operand][d] * element_bytes) % alignment != 0) return false;
+  }
+  return true;
+}
+
 // The merged layout of a batch of `rank` dims (sizes, and each operand's strides over them), or
 // dims == -1 when more than kMaxGemmBatchDims dims remain after merging.
 inline GemmBatchLayout plan_gemm_batch(int rank, const int64_t* sizes, const int64_t* strides_a,

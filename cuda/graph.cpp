@@ -11,6 +11,7 @@
 // pair, and the graph is launched after it on the current stream.
 #include <cuda_runtime_api.h>
 
+#include "core/capture_rollback.h"
 #include "core/cuda.h"
 #include "core/cuda_graph.h"
 #include "core/error.h"
@@ -18,6 +19,7 @@
 #include "core/random.h"
 #include "core/tensor.h"
 #include "cuda/check.h"
+#include "cuda/cublas_handle.h"
 #include "cuda/graph_kernels.h"
 #include "cuda/graph_pool.h"
 #include "cuda/stream.h"
@@ -102,6 +104,12 @@ void CudaGraph::capture(const std::function<void()>& step, int device) {
     state.pool = create_graph_pool(device);
     state.has_pool = true;
   }
+  // cuBLAS cannot create a handle inside a capture, and its workspace must not come from the
+  // graph's pool: both are made now, if the process has not made them yet.
+  prepare_cublas(device);
+  // Whatever the step changes outside the graph is undone if the capture fails (declared before
+  // the scope, so the undo runs after the pool routing has ended).
+  CaptureRollback rollback;
   cudaGraph_t graph = nullptr;
   {
     CaptureScope scope(device, state.pool, reinterpret_cast<const uint64_t*>(state.seed_and_offset.data_ptr<int64_t>()));
@@ -126,6 +134,7 @@ void CudaGraph::capture(const std::function<void()>& step, int device) {
   const cudaError_t instantiated = cudaGraphInstantiate(&state.exec, graph, 0);
   cudaGraphDestroy(graph);
   check(instantiated, "CudaGraph::capture: cudaGraphInstantiate");
+  rollback.commit();
 }
 
 void CudaGraph::replay() {

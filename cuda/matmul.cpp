@@ -31,8 +31,11 @@
 #include <vector>
 
 #include "core/cuda.h"
+#include "core/cuda_graph.h"
+#include "core/ops/copy.h"
 #include "core/ops/matmul.h"
 #include "cuda/check.h"
+#include "cuda/cublas_handle.h"
 #include "cuda/device_elements.h"
 #include "cuda/gemm_batch_plan.h"
 #include "cuda/gemm_pointers_kernels.h"
@@ -54,21 +57,32 @@ struct DeviceHandle {
   Tensor* workspace = nullptr;    // kWorkspaceBytes from ember's allocator, kept to the end
 };
 
-// The handle of the current device, bound to the current stream with its own workspace.
+std::mutex handles_mutex;
+std::vector<DeviceHandle> handles;  // by device index
+
+// cuda:`device`'s entry, its handle and workspace made if they are not yet; with handles_mutex
+// held. cublasCreate works on the current device, which the caller has made `device`.
 // Handles and their workspaces are never destroyed: at process exit the CUDA context may
 // already be gone, and cublasDestroy or a free would then fail.
-cublasHandle_t handle_for_current_device() {
-  static std::mutex mutex;
-  static std::vector<DeviceHandle> handles;
-  int device = 0;
-  check(cudaGetDevice(&device), "matmul");
-  std::lock_guard<std::mutex> lock(mutex);
+DeviceHandle& handle_entry(int device) {
   if (handles.size() <= static_cast<size_t>(device)) handles.resize(device + 1);
   DeviceHandle& entry = handles[device];
   if (entry.handle == nullptr) {
+    EMBER_CHECK(!is_capturing_graph(), "matmul: the first product on cuda:{} is inside a CUDA graph capture, where "
+                "cuBLAS cannot be set up; capture on the device the step's tensors are on, or run one step "
+                "uncaptured first", device);
     check(cublasCreate(&entry.handle), "matmul: cublasCreate");
     entry.workspace = new Tensor(make_tensor({kWorkspaceBytes / 8}, kInt64, Device::cuda(device)));
   }
+  return entry;
+}
+
+// The handle of the current device, bound to the current stream with its own workspace.
+cublasHandle_t handle_for_current_device() {
+  int device = 0;
+  check(cudaGetDevice(&device), "matmul");
+  std::lock_guard<std::mutex> lock(handles_mutex);
+  DeviceHandle& entry = handle_entry(device);
   const cudaStream_t stream = current_stream();
   if (!entry.bound || entry.stream != stream) {
     check(cublasSetStream(entry.handle, stream), "matmul: cublasSetStream");
@@ -174,6 +188,42 @@ struct Gemm {
   }
 };
 
+// How cuBLAS may compute a product of T. float: TF32 tensor cores only when allowed. 16-bit:
+// the split-K reductions must stay in float32 too, which cuBLAS does not promise by default
+// (it may add the partial sums in the 16-bit format); the CPU sums in float32 throughout.
+template <class T>
+cublasMath_t math_mode() {
+  if constexpr (is_16_bit_element<T>) {
+    return static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+  } else if constexpr (std::is_same_v<T, float>) {
+    return tf32_allowed.load() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+  } else {
+    return CUBLAS_DEFAULT_MATH;
+  }
+}
+
+// Whether a batch that is not strided may go to cuBLAS as pointer arrays: always for float and
+// double; for the 16-bit formats only when every matrix pointer is 16-byte aligned (heads split
+// off a projection with a head size not a multiple of 8 are not).
+template <class T>
+bool pointer_arrays_allowed(const GemmBatchLayout& layout, const Tensor& out, const Tensor& a, const Tensor& b) {
+  if constexpr (!is_16_bit_element<T>) {
+    return true;
+  } else {
+    constexpr int64_t kAlignment = 16;
+    const auto aligned = [&](int operand, const Tensor& t) {
+      return batch_pointers_aligned(layout, operand, reinterpret_cast<uint64_t>(t.raw_data()), sizeof(T), kAlignment);
+    };
+    return aligned(kOperandA, a) && aligned(kOperandB, b) && aligned(kOperandC, out);
+  }
+}
+
+Tensor contiguous_copy(const Tensor& x) {
+  const Tensor copy = make_tensor(x.sizes(), x.dtype(), x.device());
+  kernels::copy[x.device()](copy, x);
+  return copy;
+}
+
 // out = a @ b + beta * out, with out contiguous [*batch, m, n] (see core/ops/matmul.h).
 void gemm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
   const int64_t rank = out.dim();
@@ -191,10 +241,14 @@ void gemm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, double beta)
     EMBER_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && count <= INT_MAX,
                 "matmul: matrix dims {}x{}x{} (batch {}) exceed the cuBLAS int range", m, k, n, count);
     const GemmBatchLayout layout = batch_layout_of(out, a, b);
+    if (!layout.is_strided() && !pointer_arrays_allowed<Element>(layout, out, a, b)) {
+      // Contiguous operands merge with out's contiguous batch into one stride: strided-batched,
+      // which cuBLAS checks for itself.
+      return gemm_cuda(out, contiguous_copy(a), contiguous_copy(b), beta);
+    }
     const Gemm gemm{handle_for_current_device(), operand_of(a), operand_of(b), static_cast<int>(m),
                     static_cast<int>(n), static_cast<int>(k)};
-    check(cublasSetMathMode(gemm.handle, tf32_allowed.load() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-          "matmul: cublasSetMathMode");
+    check(cublasSetMathMode(gemm.handle, math_mode<Element>()), "matmul: cublasSetMathMode");
     const Scalar alpha_value = Scalar(1), beta_value = static_cast<Scalar>(beta);
     const Element* pa = device_data<T>(a);
     const Element* pb = device_data<T>(b);
@@ -217,6 +271,21 @@ void gemm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, double beta)
 EMBER_REGISTER_KERNEL(kernels::gemm, DeviceType::CUDA, gemm_cuda);
 
 }  // namespace
+
+void prepare_cublas(int device) {
+  check_device(device);
+  int previous = 0;
+  check(cudaGetDevice(&previous), "CudaGraph::capture: cudaGetDevice");
+  if (previous != device) check(cudaSetDevice(device), "CudaGraph::capture: cudaSetDevice");
+  try {
+    std::lock_guard<std::mutex> lock(handles_mutex);
+    handle_entry(device);
+  } catch (...) {
+    if (previous != device) cudaSetDevice(previous);
+    throw;
+  }
+  if (previous != device) check(cudaSetDevice(previous), "CudaGraph::capture: cudaSetDevice");
+}
 
 void set_allow_tf32(bool allow) { tf32_allowed.store(allow); }
 bool allow_tf32() { return tf32_allowed.load(); }

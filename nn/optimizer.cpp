@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/autograd/grad_mode.h"
+#include "core/capture_rollback.h"
 #include "core/cuda_graph.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
@@ -118,7 +119,10 @@ void Optimizer::check_can_create_state(size_t group_index, size_t param, const c
 }
 
 void Optimizer::step() {
-  if (cuda::is_capturing_graph()) captured_ = true;
+  if (cuda::is_capturing_graph() && !captured_) {
+    captured_ = true;
+    cuda::on_capture_failure([this] { captured_ = false; });  // no graph holds this optimizer then
+  }
   NoGradGuard no_grad;
   size_t first = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -143,7 +147,14 @@ std::vector<std::vector<size_t>> Optimizer::with_grad_by_device(const ParamGroup
   return lists;
 }
 
+void Optimizer::check_state_not_captured(const char* op) const {
+  EMBER_CHECK(!captured_, "{}.{}: a step of this optimizer was captured in a CUDA graph, which keeps the addresses of "
+              "its state tensors; replacing them would leave the graph updating tensors the optimizer no longer "
+              "uses. Do it before the capture, or build a new optimizer (and graph)", type_name_, op);
+}
+
 void Optimizer::to_parameter_devices() {
+  check_state_not_captured("to_parameter_devices");
   NoGradGuard no_grad;
   size_t index = 0;
   for (const ParamGroup& g : groups_) {
@@ -216,6 +227,7 @@ int64_t parse_index(const std::string& text) {
 void Optimizer::load_state_dict(const StateDict& state) {
   const std::string op = type_name_ + ".load_state_dict";
   EMBER_CHECK(!cuda::is_capturing_graph(), "{}: cannot run while a CUDA graph is captured", op);
+  check_state_not_captured("load_state_dict");
   // Which optimizer wrote it, first: every other difference follows from a wrong type.
   std::vector<std::string> types;
   for (const auto& [key, value] : state) {

@@ -60,7 +60,8 @@ class Optimizer {
   // Drops every parameter's gradient (the next backward starts from zero).
   void zero_grad();
   // Moves every per-parameter state tensor to its parameter's device (call after Module::to;
-  // state created later starts there anyway).
+  // state created later starts there anyway). Refused once a step was captured in a CUDA graph,
+  // as load_state_dict is: the graph holds the addresses of the state tensors.
   void to_parameter_devices();
 
   size_t num_groups() const { return groups_.size(); }
@@ -119,6 +120,8 @@ class Optimizer {
  private:
   // Refills group g's learning-rate tensors with lr(g).
   void refresh_lr_tensors(size_t group);
+  // Throws once a step was captured: `op` would replace state tensors the graph writes.
+  void check_state_not_captured(const char* op) const;
 
   std::string type_name_;
   std::vector<ParamGroup> groups_;

@@ -162,4 +162,32 @@ TEST_CASE("more non-mergeable dims than the layout holds are reported, not trunc
   CHECK(plan(sizes, a, b, c).dims == -1);
 }
 
+TEST_CASE("16-bit pointer arrays: every matrix aligned exactly when the base and every merged stride are") {
+  using ember::cuda::batch_pointers_aligned;
+  // Heads split off a projection: q [B 2, H 3, L 4, E] viewed in [B, L, 3 * E]-sized rows, so
+  // the batch strides (L * H * E, E) do not merge; E = 8 bfloat16s is 16 bytes, E = 6 is 12.
+  for (const int64_t head : {int64_t{6}, int64_t{8}, int64_t{12}, int64_t{16}}) {
+    const Dims sizes = {2, 3};
+    const Dims q = {4 * 3 * head, head}, c = row_major_strides(sizes, 4 * 4);
+    const GemmBatchLayout layout = plan(sizes, q, q, c);
+    REQUIRE(layout.dims == 2);
+    for (const uint64_t base : {uint64_t{4096}, uint64_t{4096 + 2}, uint64_t{4096 + 16}}) {
+      INFO("head " << head << ", base " << base);
+      // The reference: every matrix's own address, one by one.
+      bool every_matrix_aligned = true;
+      for (int64_t i = 0; i < layout.count; ++i) {
+        every_matrix_aligned = every_matrix_aligned && (base + 2 * layout.offset(kOperandA, i)) % 16 == 0;
+      }
+      CHECK(batch_pointers_aligned(layout, kOperandA, base, 2, 16) == every_matrix_aligned);
+      CHECK(every_matrix_aligned == (base % 16 == 0 && head % 8 == 0));
+    }
+  }
+  // A broadcast operand (stride 0) is aligned when its base is; a single product has no stride.
+  const GemmBatchLayout broadcast = plan({2, 3}, {0, 0}, {3 * 20, 20}, {3 * 20, 20});
+  CHECK(batch_pointers_aligned(broadcast, kOperandA, 32, 2, 16));
+  CHECK_FALSE(batch_pointers_aligned(broadcast, kOperandA, 34, 2, 16));
+  const GemmBatchLayout single = plan({}, {}, {}, {});
+  CHECK(batch_pointers_aligned(single, kOperandC, 48, 2, 16));
+}
+
 }  // namespace

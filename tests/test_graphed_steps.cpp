@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "helpers.h"
+#include "core/capture_rollback.h"
 #include "nn/train/graphed_steps.h"
 
 using namespace ember;
@@ -86,4 +87,57 @@ TEST_CASE("GraphedSteps: disabled, or on a device its graph cannot record, every
 TEST_CASE("GraphedSteps: an undefined batch tensor is an error naming it") {
   Steps steps([](std::span<const Tensor> batch) { return sum(batch[0]); });
   CHECK_THROWS_WITH_AS(steps({batch_of(2, 1.0), Tensor()}), doctest::Contains("batch tensor 1 is undefined"), Error);
+}
+
+namespace {
+
+// Runs the step while it "captures", inside a CaptureRollback, as CudaGraph::capture does: a
+// step that throws there fails the capture, and the rollback undoes what it assigned.
+struct RunningGraph {
+  std::function<void()> recorded;
+  void capture(const std::function<void()>& step, int /*device*/) {
+    cuda::CaptureRollback rollback;
+    step();
+    recorded = step;
+    rollback.commit();
+  }
+  void replay() { recorded(); }
+};
+
+}  // namespace
+
+template <>
+bool ember::train::graph_records<RunningGraph>(Device) {
+  return true;
+}
+
+TEST_CASE("GraphedSteps: a capture that throws leaves nothing behind, and the next batch captures afresh") {
+  Tensor weight = full({3}, 2.0, TensorOptions(kFloat64).requires_grad(true));
+  bool fail_next_capture = false;
+  std::vector<size_t> batch_sizes;
+  train::BasicGraphedSteps<RunningGraph> steps([&](std::span<const Tensor> batch) {
+    batch_sizes.push_back(batch.size());
+    weight.mutable_grad() = Tensor();
+    Tensor loss = sum(mul(batch[0], weight));
+    loss.backward();
+    if (fail_next_capture) {
+      fail_next_capture = false;
+      throw Error("the step failed");
+    }
+    return loss;
+  });
+  const Tensor batch = full({2, 3}, 1.0, kFloat64);
+  CHECK(steps({batch}).item<double>() == 12.0);  // op by op: the warm-up
+  CHECK(weight.grad().defined());
+  fail_next_capture = true;
+  CHECK_THROWS_WITH_AS(steps({batch}), doctest::Contains("the step failed"), Error);
+  CHECK(steps.graphs() == 0);
+  // The step dropped the gradient, then its backward assigned one in the graph's memory: the
+  // rollback undid that assignment, so the weight holds no gradient of the failed capture.
+  CHECK_FALSE(weight.grad().defined());
+  // Captured again, with one input tensor, not the failed capture's plus a new one.
+  CHECK(steps({batch}).item<double>() == 12.0);
+  CHECK(steps.last_run() == train::StepRun::kCaptured);
+  CHECK(steps.graphs() == 1);
+  CHECK(batch_sizes == std::vector<size_t>{1, 1, 1, 1});  // warm-up, failed capture, capture, its replay
 }

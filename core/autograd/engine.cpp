@@ -12,6 +12,7 @@
 
 #include "core/autocast.h"
 #include "core/autograd/hooks.h"
+#include "core/capture_rollback.h"
 #include "core/autograd/record.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -57,7 +58,17 @@ Tensor owned_gradient(const Tensor& gradient) {
   return gradient.detach().clone();
 }
 
-void accumulate_into_leaf(TensorImpl& leaf, const Tensor& gradient) {
+// A gradient assigned during a CUDA graph capture lives in the graph's private memory, which is
+// written only by replays: if the capture fails, the leaf gets back the gradient it had.
+void remember_gradient_for_capture_rollback(const std::shared_ptr<TensorImpl>& leaf) {
+  cuda::on_capture_failure([weak = std::weak_ptr<TensorImpl>(leaf), previous = leaf->grad] {
+    if (const auto alive = weak.lock()) alive->grad = previous;
+  });
+}
+
+void accumulate_into_leaf(const std::shared_ptr<TensorImpl>& leaf_ptr, const Tensor& gradient) {
+  TensorImpl& leaf = *leaf_ptr;
+  if (cuda::capture_rollback_is_open()) [[unlikely]] remember_gradient_for_capture_rollback(leaf_ptr);
   if (!leaf.grad.defined()) {
     leaf.grad = owned_gradient(gradient);
   } else {
@@ -105,7 +116,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   detail::CallbackScope callbacks;
   const bool hooks = detail::has_post_accumulate_grad_hooks();
   if (root.is_leaf()) {
-    accumulate_into_leaf(*root.impl(), root_gradient);
+    accumulate_into_leaf(root.impl_ptr(), root_gradient);
     if (hooks) detail::run_post_accumulate_grad_hooks(root.impl_ptr());
     callbacks.run();
     return;
@@ -144,7 +155,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       Tensor& input_gradient = input_gradients[i];
       if (input_gradient.defined()) check_gradient(*node, i, input_gradient);
       if (edge.leaf) {
-        if (input_gradient.defined()) accumulate_into_leaf(*edge.leaf, input_gradient);
+        if (input_gradient.defined()) accumulate_into_leaf(edge.leaf, input_gradient);
         if (hooks && --leaf_edges[edge.leaf.get()] == 0) detail::run_post_accumulate_grad_hooks(edge.leaf);
       } else if (edge.node) {
         Node* next = edge.node.get();

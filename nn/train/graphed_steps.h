@@ -115,13 +115,22 @@ class BasicGraphedSteps {
     return step_(batch);
   }
 
+  // A capture that throws leaves the entry as it found it (no inputs, no loss), so the next batch
+  // of this shape tries again from scratch; what the step changed outside the graph (gradients,
+  // the optimizer's captured mark) is put back by the graph's own rollback (core/capture_rollback.h).
   void capture(Shape& entry, std::span<const Tensor> batch) {
     {
       NoGradGuard no_grad;
       for (const Tensor& t : batch) entry.inputs.push_back(t.detach().clone());
     }
     auto graph = std::make_unique<Graph>();
-    graph->capture([&] { entry.loss = step_(entry.inputs); }, batch.front().device().index);
+    try {
+      graph->capture([&] { entry.loss = step_(entry.inputs); }, batch.front().device().index);
+    } catch (...) {
+      entry.inputs.clear();
+      entry.loss = Tensor();
+      throw;
+    }
     entry.graph = std::move(graph);
     ++graphs_;
   }

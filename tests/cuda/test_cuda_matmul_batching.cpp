@@ -95,6 +95,49 @@ TEST_CASE("bfloat16 and float16 products over every batch layout match the CPU i
   }
 }
 
+// cuBLAS's 16-bit batched products over pointer arrays need every matrix pointer 16-byte
+// aligned. Heads of 6 or 12 elements split off a projection put matrices at 12- or 24-byte
+// steps: those products are made on contiguous copies (strided-batched, which cuBLAS checks
+// itself), still one call, with the CPU's result.
+TEST_CASE("16-bit products over split heads whose matrices are not 16-byte aligned match the CPU in one call") {
+  auto leaf = [](const Shape& shape) { return randn(shape, TensorOptions().requires_grad(true)); };
+  for (const DType dtype : kHalfDTypes) {
+    for (const int64_t head : {int64_t{6}, int64_t{12}, int64_t{8}}) {
+      CAPTURE(dtype);
+      CAPTURE(head);
+      const auto q_k = [head](const Inputs& in) {
+        const Tensor heads = in[0].view({4, 6, 3, 3, head});
+        const Tensor q = heads.select(2, 0).transpose(1, 2), k = heads.select(2, 1).transpose(1, 2);
+        return matmul(q, k.transpose(-2, -1));
+      };
+      check_half_op_parity(q_k, {leaf({4, 6, 9 * head})}, dtype, "split heads q k^T");
+      const Tensor packed = randn({4, 6, 9 * head}).to(dtype).to(kGPU);
+      const int64_t before = ember::cuda::cublas_calls();
+      const Tensor out = q_k({packed});
+      CHECK(ember::cuda::cublas_calls() - before == 1);
+      CHECK(std::isfinite(out.sum().item<double>()));
+    }
+  }
+}
+
+// The partial sums of a 16-bit product stay float32 whatever algorithm cuBLAS picks (split-K
+// included: CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION). A float16 row of 2^17 ones then
+// 2^17 minus ones against ones: every partial sum of the first half passes float16's largest
+// value, 65504, but the product is 0 in float32, as on the CPU. Added in float16 anywhere, it
+// would be inf or NaN.
+TEST_CASE("a float16 product whose partial sums pass float16's range but whose result fits is exact") {
+  constexpr int64_t kHalf = int64_t{1} << 17;
+  const Tensor signs = cat({ones({16, kHalf}), neg(ones({16, kHalf}))}, 1);  // [16, 2^18]
+  const Tensor a = signs.to(kFloat16), b = ones({2 * kHalf, 8}).to(kFloat16);
+  const Tensor cpu = matmul(a, b);
+  const Tensor gpu = matmul(a.to(kGPU), b.to(kGPU)).cpu();
+  CHECK(sum(abs(cpu.to(kFloat32))).item<double>() == 0.0);
+  CHECK(sum(abs(gpu.to(kFloat32))).item<double>() == 0.0);  // not inf, not NaN
+  // The same in bfloat16, whose range holds the sums, is exact too: the sums are integers below 2^24.
+  const Tensor gpu_bf16 = matmul(signs.to(kBFloat16).to(kGPU), ones({2 * kHalf, 8}).to(kBFloat16).to(kGPU)).cpu();
+  CHECK(sum(abs(gpu_bf16.to(kFloat32))).item<double>() == 0.0);
+}
+
 // The cuBLAS calls of one warm step of a small classifier with heads split as views.
 int64_t cublas_calls_per_warm_step(int64_t batch, int64_t* forward_products) {
   manual_seed(7);

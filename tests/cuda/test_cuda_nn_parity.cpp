@@ -357,6 +357,48 @@ TEST_CASE("fused CUDA attention matches the CPU over tile edges, wide heads, vie
   }
 }
 
+// In float64 the kernels' dropout scale 1 / (1 - p) must be the CPU's, computed from the double
+// p: one computed from p rounded to float is off by 3.7e-9 relative at p = 0.2, which a
+// float64 comparison sees. Sums over 32 keys differ in order only: 1e-13 is far above that and
+// far below 3.7e-9.
+TEST_CASE("fused CUDA attention with dropout in float64 matches the CPU to float64 precision") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  const std::vector<Tensor> inputs{leaf({2, 3, 40, 16}, kFloat64), leaf({2, 3, 32, 16}, kFloat64),
+                                   leaf({2, 3, 32, 16}, kFloat64)};
+  for (const double p : {0.2, 0.1, 1.0 / 3.0}) {
+    INFO("p " << p);
+    check_op_parity(fused_attention({.dropout_p = p}, seed + 1), inputs, 1e-13, "float64 attention with dropout",
+                    1e-13);
+  }
+}
+
+// Head dims are split into 64-column chunks along the grid's z, which CUDA caps at 65,535
+// blocks: past that (head dims over 4,194,240) the kernels loop over chunks. The test lowers
+// the cap to 1 and 2 so that the loop runs at small sizes.
+TEST_CASE("fused CUDA attention loops over head-dim chunks past the grid's z limit") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  // Restores CUDA's limit however the case ends.
+  struct ColumnBlockLimit {
+    explicit ColumnBlockLimit(int64_t limit) { ember::cuda::set_attention_column_block_limit(limit); }
+    ~ColumnBlockLimit() { ember::cuda::set_attention_column_block_limit(65535); }
+  };
+  for (const int64_t limit : {int64_t{1}, int64_t{2}}) {
+    INFO("column block limit " << limit);
+    const ColumnBlockLimit lowered(limit);
+    for (const DType dtype : {kFloat32, kFloat64}) {
+      INFO("dtype " << dtype_name(dtype));
+      check_op("fused attention, E 200 and Ev 136 in chunks", {leaf({2, 65, 200}, dtype), leaf({2, 77, 200}, dtype),
+                                                                leaf({2, 77, 136}, dtype)},
+               fused_attention({}), kReductionTolerance);
+      check_op("fused attention, causal, E 80 and Ev 260, dropout",
+               {leaf({2, 70, 80}, dtype), leaf({2, 70, 80}, dtype), leaf({2, 70, 260}, dtype)},
+               fused_attention({.dropout_p = 0.2, .is_causal = true}, seed + 3), kReductionTolerance);
+    }
+  }
+}
+
 TEST_CASE("fused CUDA attention matches the composed form on the GPU and keeps memory linear in the length") {
   const uint64_t seed = seed_fresh();
   INFO("seed " << seed);
