@@ -3,11 +3,11 @@
 // classifier's), and longer sequences (1,024 to 4,096) where the composed form's L x S scores
 // dominate memory. float32; TF32 does not enter (the fused kernels do not use tensor cores).
 //
-// Then bfloat16 at the sizes of the bar: batch 16, 16 heads, head dim 64, lengths 1,024
-// and 4,096, on the tensor-core kernels (cuda/attention_tensor_cores.cu) and, for comparison, on
+// Then bfloat16 at the sizes of the bar: batch 16, 16 heads, head dim 64 at lengths 1,024
+// and 4,096 and head dim 128 at 2,048, on the tensor-core kernels (cuda/attention_tensor_cores.cu) and, for comparison, on
 // the float32-tile kernel (tensor_cores:0, as EMBER_ATTENTION_TENSOR_CORES=0 does). The bar is
-// half of PyTorch SDPA's bf16 forward on an H100: 306 TFLOP/s at 1,024 and 433 at 4,096, so 153
-// and 216.
+// half of PyTorch SDPA's bf16 forward on an H100: 306 TFLOP/s at 1,024, 433 at 4,096 and 479 at
+// 2,048 with head dim 128, so 153, 216 and 240.
 //
 // FLOP counts are the useful products: 4 B H L S E forward (q k^T and weights v), three times
 // that forward and backward (the backward's recomputed scores are not counted), halved when
@@ -18,6 +18,8 @@
 //
 // Without a GPU every case is skipped with a message.
 #include <benchmark/benchmark.h>
+
+#include <utility>
 
 #include "ember.h"
 #ifdef EMBER_WITH_CUDA
@@ -30,9 +32,10 @@ namespace {
 
 constexpr int64_t kHeads = 4, kHeadDim = 64;
 
-double attention_flops(int64_t batch, int64_t length, bool causal, int64_t heads = kHeads) {
+double attention_flops(int64_t batch, int64_t length, bool causal, int64_t heads = kHeads,
+                       int64_t head_dim = kHeadDim) {
   const double full = 4.0 * static_cast<double>(batch * heads) * static_cast<double>(length) *
-                      static_cast<double>(length) * kHeadDim;
+                      static_cast<double>(length) * static_cast<double>(head_dim);
   return causal ? full / 2 : full;
 }
 
@@ -119,16 +122,16 @@ void BM_CudaAttentionBf16Forward(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const TensorCoresAllowed path(state.range(0) != 0);
   const bool causal = state.range(1) != 0;
-  const int64_t length = state.range(2);
+  const int64_t length = state.range(2), head_dim = state.range(3);
   NoGradGuard no_grad;
   const TensorOptions on_gpu = TensorOptions(kBFloat16).device(Device::cuda(0));
-  const Tensor q = randn({kBf16Batch, kBf16Heads, length, kHeadDim}, on_gpu), k = randn_like(q), v = randn_like(q);
+  const Tensor q = randn({kBf16Batch, kBf16Heads, length, head_dim}, on_gpu), k = randn_like(q), v = randn_like(q);
   for (auto _ : state) {
     benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, {.is_causal = causal}));
     cuda::synchronize();
   }
   state.counters["FLOP/s"] = benchmark::Counter(
-      attention_flops(kBf16Batch, length, causal, kBf16Heads) * static_cast<double>(state.iterations()),
+      attention_flops(kBf16Batch, length, causal, kBf16Heads, head_dim) * static_cast<double>(state.iterations()),
       benchmark::Counter::kIsRate);
 }
 
@@ -136,9 +139,9 @@ void BM_CudaAttentionBf16ForwardBackward(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const TensorCoresAllowed path(state.range(0) != 0);
   const bool causal = state.range(1) != 0;
-  const int64_t length = state.range(2);
+  const int64_t length = state.range(2), head_dim = state.range(3);
   const TensorOptions on_gpu = TensorOptions(kBFloat16).device(Device::cuda(0));
-  Tensor q = randn({kBf16Batch, kBf16Heads, length, kHeadDim}, on_gpu), k = randn_like(q), v = randn_like(q);
+  Tensor q = randn({kBf16Batch, kBf16Heads, length, head_dim}, on_gpu), k = randn_like(q), v = randn_like(q);
   for (Tensor* t : {&q, &k, &v}) t->requires_grad_(true);
   const Tensor grad = randn_like(q);
   for (auto _ : state) {
@@ -147,15 +150,16 @@ void BM_CudaAttentionBf16ForwardBackward(benchmark::State& state) {
     cuda::synchronize();
   }
   state.counters["FLOP/s"] = benchmark::Counter(
-      3 * attention_flops(kBf16Batch, length, causal, kBf16Heads) * static_cast<double>(state.iterations()),
+      3 * attention_flops(kBf16Batch, length, causal, kBf16Heads, head_dim) * static_cast<double>(state.iterations()),
       benchmark::Counter::kIsRate);
 }
 
+// Head dim 64 at 1,024 and 4,096, and 128 at 2,048: where PyTorch's SDPA anchors were measured.
 void bf16_cases(benchmark::internal::Benchmark* bench) {
-  bench->ArgNames({"tensor_cores", "causal", "len"});
+  bench->ArgNames({"tensor_cores", "causal", "len", "dim"});
   for (const int64_t tensor_cores : {1, 0}) {
-    for (const int64_t length : {1024, 4096}) {
-      for (const int64_t causal : {0, 1}) bench->Args({tensor_cores, causal, length});
+    for (const auto& [length, head_dim] : {std::pair<int64_t, int64_t>{1024, 64}, {4096, 64}, {2048, 128}}) {
+      for (const int64_t causal : {0, 1}) bench->Args({tensor_cores, causal, length, head_dim});
     }
   }
   bench->UseRealTime()->Unit(benchmark::kMillisecond);

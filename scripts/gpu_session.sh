@@ -19,6 +19,7 @@
 #   bash scripts/gpu_session.sh bench-bf16 # side_by_side.py --precision bf16: RESULTS-cuda-bf16.md
 #   bash scripts/gpu_session.sh examples-bf16  # the text classifier and translation's GPU recipe in bf16
 #   bash scripts/gpu_session.sh all        # build, test, bench
+#   bash scripts/gpu_session.sh check      # the one-call check: everything below in about 9 minutes
 #
 # Each stage writes its log to $OUT (or ./gpu-logs) and stops at the first failure. The build
 # stays in build-gpu/, so the later stages reuse it while the machine lives. The examples read
@@ -26,9 +27,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEPS_DIR=.gpu-deps
-PREFIX=/opt/ember-deps
-BUILD=build-gpu
+DEPS_DIR=${GPU_DEPS_DIR:-.gpu-deps}
+PREFIX=${GPU_DEPS_PREFIX:-/opt/ember-deps}
+BUILD=${GPU_BUILD_DIR:-build-gpu}
 LOGS=${OUT:-gpu-logs}
 mkdir -p "$LOGS"
 
@@ -47,7 +48,11 @@ fetch() {
 unpack() {
   [ -d "$DEPS_DIR" ] || { echo "error: $DEPS_DIR/ is missing: run 'bash scripts/gpu_session.sh fetch' on Debian first" >&2; exit 1; }
   mkdir -p "$PREFIX"
-  for deb in "$DEPS_DIR"/*.deb; do dpkg-deb -x "$deb" "$PREFIX"; done
+  # Once per machine: every stage calls this, and the check runs each stage as its own process.
+  if [ ! -f "$PREFIX/.unpacked" ] || [ -n "$(find "$DEPS_DIR" -name '*.deb' -newer "$PREFIX/.unpacked")" ]; then
+    for deb in "$DEPS_DIR"/*.deb; do dpkg-deb -x "$deb" "$PREFIX"; done
+    touch "$PREFIX/.unpacked"
+  fi
   export LD_LIBRARY_PATH="$PREFIX/usr/lib/x86_64-linux-gnu/openblas-openmp:$PREFIX/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
 
@@ -126,6 +131,180 @@ bench_attention() {
     --benchmark_out="$LOGS/bench-attention.json" --benchmark_out_format=json
 }
 
+# --- check: the one-call check of a short GPU loan ---------------------------------------------
+# One command that builds only what it needs, then runs, each under its own timeout and in this
+# order: the CUDA suites; compute-sanitizer jobs (racecheck and synccheck on the attention cases,
+# memcheck on every suite) for as long as their share lasts, starting each run further along the
+# list so that later runs cover the rest; the training-step harness on the GPU at batch 32 and
+# 128 (ember float32 with graphs and without, ember bf16, PyTorch eager beside each); the
+# attention benchmark; ember's CPU step on this machine's cores beside its PyTorch. Every stage
+# writes its log to $OUT, and $OUT/gpu-summary.md (scripts/gpu_summary.py) says what passed,
+# failed, timed out or was skipped, with the figures. A stage's failure does not stop the next.
+#
+# The budget (CHECK_BUDGET_S, 540 s) is the time from the start to the summary; each stage gets
+# at most its cap (CHECK_CAP_<STAGE>_S) and never more than what is left, less what the summary
+# needs. tests/gpu_session/check_dry_run.sh runs this with stand-ins for the GPU's tools.
+CHECK_BUDGET_S=${CHECK_BUDGET_S:-540}
+CHECK_MIN_STAGE_S=${CHECK_MIN_STAGE_S:-30}  # a stage (or sanitizer job) with less left is not started
+HARNESS_PYTHON=${HARNESS_PYTHON:-python3}
+SANITIZER=${SANITIZER:-compute-sanitizer}
+
+# The targets the check runs: the CUDA suites, the harness's train_step, the attention benchmark.
+check_targets() {
+  local source
+  for source in tests/cuda/test_*.cpp; do
+    source=$(basename "$source" .cpp)
+    echo "cuda_$source"
+  done
+  echo train_step bench_cuda_attention
+}
+
+build_for_check() {
+  unpack
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  nvcc --version | tail -2
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON -DEMBER_BUILD_EXAMPLES=OFF \
+    -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
+    -DEMBER_CBLAS_INCLUDE_DIR="$PREFIX/usr/include/x86_64-linux-gnu/openblas-openmp" \
+    -DEMBER_OPENBLAS_LIBRARY="$PREFIX/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so"
+  # shellcheck disable=SC2046
+  cmake --build "$BUILD" --parallel "$(nproc)" --target $(check_targets)
+}
+
+check_suites() {
+  unpack
+  ctest --test-dir "$BUILD" -R '^cuda_' --output-on-failure --timeout 240
+}
+
+# The sanitizer jobs, in the order a run takes them: "tool suite [doctest filter]".
+sanitizer_jobs() {
+  echo "racecheck cuda_test_cuda_nn_parity *attention*"
+  echo "synccheck cuda_test_cuda_nn_parity *attention*"
+  local suite
+  for suite in $(check_targets); do
+    case "$suite" in cuda_*) echo "memcheck $suite" ;; esac
+  done
+}
+
+# Runs the jobs from a rotating start until the stage's deadline (CHECK_STAGE_DEADLINE, epoch
+# seconds) is near, recording each in sanitizer-status.tsv; the ones left are "not run". The start
+# moves with the commit count (or EMBER_SANITIZER_START), so successive check runs cover the list.
+check_sanitizers() {
+  unpack
+  local -a jobs
+  mapfile -t jobs < <(sanitizer_jobs)
+  local count=${#jobs[@]} start
+  start=${EMBER_SANITIZER_START:-$(git rev-list --count HEAD 2>/dev/null || echo 0)}
+  start=$((start % count))
+  local status_file="$LOGS/sanitizer-status.tsv" i job tool suite filter left began code status
+  : > "$status_file"
+  for ((i = 0; i < count; ++i)); do
+    job=${jobs[$(((start + i) % count))]}
+    read -r tool suite filter <<< "$job"
+    left=$((CHECK_STAGE_DEADLINE - $(date +%s)))
+    if [ "$left" -lt "$CHECK_MIN_STAGE_S" ]; then
+      printf '%s\t%s\t%s\t%s\n' "$tool" "$suite" "not run" 0 >> "$status_file"
+      continue
+    fi
+    echo "== compute-sanitizer $tool $suite ${filter:+(-tc=$filter)} (${left} s left)"
+    began=$(date +%s)
+    code=0
+    timeout --kill-after=5 "$left" "$SANITIZER" --tool "$tool" --error-exitcode 1 \
+      $([ "$tool" = memcheck ] && echo --leak-check no) "$BUILD/tests/cuda/$suite" ${filter:+"-tc=$filter"} || code=$?
+    case "$code" in
+      0) status=passed ;;
+      124|137) status="timed out" ;;
+      *) status="failed ($code)" ;;
+    esac
+    printf '%s\t%s\t%s\t%s\n' "$tool" "$suite" "$status" $(($(date +%s) - began)) >> "$status_file"
+  done
+  cat "$status_file"
+  ! grep -q $'\tfailed' "$status_file"
+}
+
+# One harness run: one workload, batches 32 and 128, PyTorch eager beside ember, one round.
+harness_run() {
+  local name=$1 workload=$2
+  shift 2
+  PYTHONUNBUFFERED=1 "$HARNESS_PYTHON" benchmarks/side_by_side/side_by_side.py --device cuda --build "$BUILD" \
+    --python python3 --quick --tf32 off --torch-modes --batches 32 128 --workloads "$workload" \
+    --save "$LOGS/harness-$name-$workload.json" "$@"
+}
+
+check_harness() {
+  unpack
+  local failed=0 workload
+  for workload in classifier encoder-decoder; do
+    harness_run fp32-graphs "$workload" || failed=1
+    harness_run fp32-op-by-op "$workload" --no-ember-graphs || failed=1
+    harness_run bf16-graphs "$workload" --precision bf16 || failed=1
+  done
+  return "$failed"
+}
+
+# The issue's sizes: float32 fused at the classifier's length and at 1,024-4,096; bfloat16 on
+# tensor cores at 1,024 and 4,096 (head dim 64) and 2,048 (head dim 128); non-causal.
+check_attention() {
+  unpack
+  "$BUILD/benchmarks/bench_cuda_attention" \
+    --benchmark_filter='BM_CudaAttention(Forward|ForwardBackward)/fused:1/causal:0/|BM_CudaAttentionBf16(Forward|ForwardBackward)/tensor_cores:1/causal:0/' \
+    --benchmark_out="$LOGS/bench-attention.json" --benchmark_out_format=json
+}
+
+check_cpu_harness() {
+  unpack
+  OMP_NUM_THREADS=$(nproc) PYTHONUNBUFFERED=1 "$HARNESS_PYTHON" benchmarks/side_by_side/side_by_side.py \
+    --device cpu --build "$BUILD" --python python3 --quick --torch-threads "$(nproc)"
+}
+
+# Runs stage $1 (function $2) with at most $3 seconds and what the budget has left, recording its
+# result in check-stages.tsv. A stage with under CHECK_MIN_STAGE_S seconds left is skipped.
+CHECK_SUMMARY_RESERVE_S=15
+check_stage() {
+  local name=$1 function=$2 cap=$3
+  local now left limit began code status note=""
+  now=$(date +%s)
+  left=$((CHECK_START + CHECK_BUDGET_S - CHECK_SUMMARY_RESERVE_S - now))
+  limit=$((cap < left ? cap : left))
+  if [ "$limit" -lt "$CHECK_MIN_STAGE_S" ]; then
+    printf '%s\t%s\t%s\t%s\n' "$name" skipped 0 "no time left (${left} s of the budget)" >> "$LOGS/check-stages.tsv"
+    echo "== $name: skipped, ${left} s left"
+    return
+  fi
+  echo "== $name ($(date -u +%H:%M:%S), at most ${limit} s)"
+  began=$(date +%s)
+  code=0
+  CHECK_STAGE_DEADLINE=$((began + limit - 5)) timeout --kill-after=5 "$limit" bash "$0" "check-$name" \
+    > "$LOGS/$name.log" 2>&1 || code=$?
+  case "$code" in
+    0) status=passed ;;
+    124|137) status="timed out"; note="stopped after ${limit} s" ;;
+    *) status=failed; note="exit code $code; see $name.log" ;;
+  esac
+  printf '%s\t%s\t%s\t%s\n' "$name" "$status" $(($(date +%s) - began)) "$note" >> "$LOGS/check-stages.tsv"
+  tail -5 "$LOGS/$name.log"
+}
+
+check() {
+  CHECK_START=$(date +%s)
+  export CHECK_START
+  : > "$LOGS/check-stages.tsv"
+  git log -1 --format='commit %H (%s)' > "$LOGS/commit.txt" 2>/dev/null || true
+  check_stage build build_for_check "${CHECK_CAP_BUILD_S:-270}"
+  if grep -q $'^build\tpassed' "$LOGS/check-stages.tsv"; then
+    check_stage suites check_suites "${CHECK_CAP_SUITES_S:-120}"
+    check_stage sanitizers check_sanitizers "${CHECK_CAP_SANITIZERS_S:-60}"
+    check_stage harness check_harness "${CHECK_CAP_HARNESS_S:-150}"
+    check_stage attention check_attention "${CHECK_CAP_ATTENTION_S:-40}"
+    check_stage cpu-harness check_cpu_harness "${CHECK_CAP_CPU_HARNESS_S:-60}"
+  else
+    for name in suites sanitizers harness attention cpu-harness; do
+      printf '%s\t%s\t%s\t%s\n' "$name" skipped 0 "the build did not pass" >> "$LOGS/check-stages.tsv"
+    done
+  fi
+  python3 scripts/gpu_summary.py "$LOGS"
+}
+
 stage=${1:-all}
 run_stage() {
   echo "== $1 ($(date -u +%H:%M:%S))"
@@ -145,6 +324,14 @@ case "$stage" in
   bench-bf16) run_stage bench-bf16 bench_bf16 ;;
   examples-bf16) run_stage examples-bf16 examples_bf16 ;;
   all) run_stage build build && run_stage test test_stage && run_stage bench bench ;;
-  *) echo "usage: $0 fetch|build|test|examples|translate|bench|bench-fp32|bench-tf32|bench-report|bench-attention|bench-bf16|examples-bf16|all" >&2
+  check) check ;;
+  # The check's stages, each run by check_stage in a process of its own under its timeout.
+  check-build) build_for_check ;;
+  check-suites) check_suites ;;
+  check-sanitizers) check_sanitizers ;;
+  check-harness) check_harness ;;
+  check-attention) check_attention ;;
+  check-cpu-harness) check_cpu_harness ;;
+  *) echo "usage: $0 fetch|build|test|examples|translate|bench|bench-fp32|bench-tf32|bench-report|bench-attention|bench-bf16|examples-bf16|all|check" >&2
      exit 2 ;;
 esac
