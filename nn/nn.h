@@ -5,6 +5,7 @@
 #include "nn/activation.h"
 #include "nn/adam.h"
 #include "nn/attention.h"
+#include "nn/bert.h"
 #include "nn/causal_lm.h"
 #include "nn/checkpoint.h"
 #include "nn/clip_grad.h"

