@@ -6,12 +6,17 @@
 //   bash scripts/fetch_data.sh bert-vocab
 //   ./build/examples/attention_step_by_step                  # "time flies like an arrow"
 //   ./build/examples/attention_step_by_step --text "the bark of a palm tree is very rough" --layer 3 --head 7
+//   ./build/examples/attention_step_by_step --weights models/bert-base-uncased   # step 14: the trained model
 //
 // The sizes are bert-base-uncased's: hidden size 768, 12 heads of 64, feed-forward 3072,
 // 12 layers, 30,522 word pieces, 512 positions. The weights are random, as in the chapter:
-// the point is what each step computes and the shapes it gives, not a trained model.
+// the point is what each step computes and the shapes it gives, not a trained model. With
+// --weights DIR (a bert-base-uncased folder, config.json + model.safetensors, downloaded by you
+// from wherever you get models), step 14 runs the chapter's own trained model on the sentence
+// (nn::BertModel, nn/bert.h) and draws where its tokens look.
 #include <ember.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/options.h"
@@ -66,8 +71,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Self-attention step by step, from word pieces to a BERT-sized encoder and classifier"};
   examples::CommonOptions common{.out_dir = "out/attention_step_by_step"};
   examples::add_common_options(app, common);
-  std::string sentence = "time flies like an arrow";
+  std::string sentence = "time flies like an arrow", weights_dir;
   int64_t layer = 0, head = 8;
+  app.add_option("--weights", weights_dir,
+                 "a BERT checkpoint folder (config.json + model.safetensors, e.g. bert-base-uncased): step 14 "
+                 "runs that trained model on the sentence");
   app.add_option("--text", sentence, "the sentence to follow through the model")->capture_default_str();
   app.add_option("--layer", layer, "the encoder layer whose attention the heatmap draws")
       ->check(examples::between(0, kNumLayers - 1))
@@ -223,5 +231,38 @@ int main(int argc, char** argv) {
     train::write_heatmap_svg(heatmap, map, tokens, tokens,
                              fmt::format("\"{}\": layer {}, head {} (rows: queries, columns: keys)", sentence, layer, head));
     fmt::print("heatmap: {}\n", heatmap);
+
+    if (weights_dir.empty()) {
+      fmt::print("\n(step 14 runs a trained BERT when given one: --weights DIR)\n");
+      return;
+    }
+    heading("14. The trained model");
+    // The same architecture, post-LN as published, with the weights BERT learned from 3.3
+    // billion words: nn::BertModel under Hugging Face's parameter names, so the downloaded
+    // files load unchanged.
+    const nn::BertConfig config = nn::BertConfig::from_json_file(weights_dir + "/config.json");
+    nn::BertModel bert(config, /*add_pooling_layer=*/false);  // the states and attention only
+    const nn::BertLoadReport report = nn::load_bert_weights(bert, weights_dir);
+    fmt::print("loaded {}: {} layers, hidden size {}, {} heads, {} parameters ({} keys of the file unused)\n",
+               weights_dir, config.num_hidden_layers, config.hidden_size, config.num_attention_heads,
+               bert.num_parameters(), report.unexpected.size());
+    const int64_t largest_id = *std::max_element(ids_list.begin(), ids_list.end());
+    EMBER_CHECK(largest_id < config.vocab_size, "--weights: the sentence has word piece id {}, but {} has a "
+                "vocabulary of {}: the chapter's model is bert-base-uncased, whose vocabulary the tokenizer uses",
+                largest_id, weights_dir, config.vocab_size);
+    EMBER_CHECK(layer < config.num_hidden_layers && head < config.num_attention_heads,
+                "--layer {} --head {}: {} has {} layers of {} heads", layer, head, weights_dir,
+                config.num_hidden_layers, config.num_attention_heads);
+    bert.to(device);
+    bert.eval();
+    const Tensor trained_states = bert.forward(input_ids);
+    show("last hidden state", trained_states);
+    fmt::print("first values: {}\n", first_values(trained_states));
+    const Tensor trained_map = bert.attention_weights(input_ids)[layer].select(0, 0).select(0, head).cpu();
+    fmt::print("layer {}, head {} of the trained model:\n{}\n", layer, head, trained_map);
+    const std::string trained_heatmap = common.out_path("attention-trained.svg");
+    train::write_heatmap_svg(trained_heatmap, trained_map, tokens, tokens,
+                             fmt::format("\"{}\": the trained model's layer {}, head {}", sentence, layer, head));
+    fmt::print("heatmap: {}\n", trained_heatmap);
   });
 }

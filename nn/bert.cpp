@@ -194,13 +194,21 @@ BertLayer::BertLayer(const BertConfig& config) : Module("BertLayer"), config_(co
   output_dropout_ = output->register_module("dropout", std::make_shared<Dropout>(config.hidden_dropout_prob));
 }
 
-Tensor BertLayer::forward(const Tensor& h, const Tensor& mask) {
+Tensor BertLayer::forward(const Tensor& h, const Tensor& mask, Tensor* weights) {
   const int64_t batch = h.size(0), length = h.size(1), heads = config_.num_attention_heads;
   const int64_t head_dim = config_.hidden_size / heads;
   auto split_heads = [&](const Tensor& x) { return x.view({batch, length, heads, head_dim}).transpose(1, 2); };
-  const Tensor context = scaled_dot_product_attention(
-      split_heads(query_->forward(h)), split_heads(key_->forward(h)), split_heads(value_->forward(h)),
-      {.attn_mask = mask, .dropout_p = is_training() ? config_.attention_probs_dropout_prob : 0.0});
+  const Tensor q = split_heads(query_->forward(h)), k = split_heads(key_->forward(h)), v = split_heads(value_->forward(h));
+  const AttentionOptions options{.attn_mask = mask,
+                                 .dropout_p = is_training() ? config_.attention_probs_dropout_prob : 0.0};
+  Tensor context;
+  if (weights != nullptr) {
+    AttentionResult result = scaled_dot_product_attention_with_weights(q, k, v, options);
+    context = result.output;
+    *weights = result.weights;
+  } else {
+    context = scaled_dot_product_attention(q, k, v, options);
+  }
   const Tensor merged = context.transpose(1, 2).reshape({batch, length, config_.hidden_size});
   const Tensor attended = attention_norm_->forward(add(h, attention_dropout_->forward(attention_dense_->forward(merged))));
   const Tensor inner = activate(config_.hidden_act, intermediate_dense_->forward(attended));
@@ -225,17 +233,33 @@ BertModel::BertModel(const BertConfig& config, bool add_pooling_layer) : Module(
   embeddings->word_embeddings->weight.narrow(0, config.pad_token_id, 1).fill_(0.0);  // the padding row
 }
 
+namespace {
+
+// [batch, 1, 1, T] bool: every query row may see the real tokens of its sequence; undefined
+// without an attention mask.
+Tensor padding_mask(const Tensor& ids, const Tensor& attention_mask) {
+  if (!attention_mask.defined()) return Tensor();
+  EMBER_CHECK(attention_mask.sizes() == ids.sizes(), "BertModel: attention_mask {} and ids {} differ in shape",
+              shape_str(attention_mask.sizes()), shape_str(ids.sizes()));
+  const Tensor real = attention_mask.dtype() == kBool ? attention_mask : ne(attention_mask, 0.0);
+  return real.view({ids.size(0), 1, 1, ids.size(1)});
+}
+
+}  // namespace
+
 Tensor BertModel::forward(const Tensor& ids, const BertInputs& inputs) {
   Tensor h = embeddings->forward(ids, inputs.token_type_ids);
-  Tensor mask;  // [batch, 1, 1, T]: every query row may see the real tokens of its sequence
-  if (inputs.attention_mask.defined()) {
-    EMBER_CHECK(inputs.attention_mask.sizes() == ids.sizes(), "BertModel: attention_mask {} and ids {} differ in shape",
-                shape_str(inputs.attention_mask.sizes()), shape_str(ids.sizes()));
-    const Tensor real = inputs.attention_mask.dtype() == kBool ? inputs.attention_mask : ne(inputs.attention_mask, 0.0);
-    mask = real.view({ids.size(0), 1, 1, ids.size(1)});
-  }
+  const Tensor mask = padding_mask(ids, inputs.attention_mask);
   for (const auto& layer : layers) h = layer->forward(h, mask);
   return h;
+}
+
+std::vector<Tensor> BertModel::attention_weights(const Tensor& ids, const BertInputs& inputs) {
+  std::vector<Tensor> weights(layers.size());
+  Tensor h = embeddings->forward(ids, inputs.token_type_ids);
+  const Tensor mask = padding_mask(ids, inputs.attention_mask);
+  for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward(h, mask, &weights[i]);
+  return weights;
 }
 
 Tensor BertModel::pool(const Tensor& states) {

@@ -75,8 +75,9 @@ class BertEmbeddings : public Module {
 class BertLayer : public Module {
  public:
   explicit BertLayer(const BertConfig& config);
-  // h [batch, T, hidden]; mask: a bool [batch, 1, 1, T] (true = may attend) or undefined.
-  Tensor forward(const Tensor& h, const Tensor& mask);
+  // h [batch, T, hidden]; mask: a bool [batch, 1, 1, T] (true = may attend) or undefined. With
+  // `weights`, the attention weights [batch, heads, T, T] are stored there (the composed form).
+  Tensor forward(const Tensor& h, const Tensor& mask, Tensor* weights = nullptr);
 
  private:
   BertConfig config_;
@@ -90,6 +91,8 @@ class BertModel : public Module {
   explicit BertModel(const BertConfig& config, bool add_pooling_layer = true);
   // ids [batch, T] -> the last layer's states [batch, T, hidden].
   Tensor forward(const Tensor& ids, const BertInputs& inputs = {});
+  // Each layer's attention weights [batch, heads, T, T], for heatmaps.
+  std::vector<Tensor> attention_weights(const Tensor& ids, const BertInputs& inputs = {});
   // tanh(dense(states[:, 0])): [batch, hidden]. Needs the pooling layer.
   Tensor pool(const Tensor& states);
   const BertConfig& config() const { return config_; }

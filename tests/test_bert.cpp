@@ -193,3 +193,18 @@ TEST_CASE("a BertForMaskedLM built from a config trains: the masked-token loss f
   }
   CHECK(last < 0.5 * first);
 }
+
+TEST_CASE("BertModel::attention_weights: rows of weights over the real tokens, and the same states") {
+  auto model = float64_model<nn::BertForSequenceClassification>("bert_tiny_cls");
+  nn::BertModel& bert = *model->bert;
+  const std::vector<Tensor> weights = bert.attention_weights(expected("input_ids"), inputs());
+  REQUIRE(weights.size() == 2);
+  for (const Tensor& w : weights) {
+    CHECK(w.sizes() == Shape{2, 4, 8, 8});
+    CHECK(max_abs(sub(sum(w, {-1}), 1.0)) < 1e-12);
+    CHECK(max_abs(w.select(0, 1).narrow(-1, 5, 3)) == 0.0);  // the padded keys of sequence 1
+  }
+  // The composed form of the layers gives the fused form's logits.
+  const Tensor logits = model->forward(expected("input_ids"), inputs());
+  CHECK(max_abs(sub(logits, expected("cls_logits"))) < kTolerance);
+}
