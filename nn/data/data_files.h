@@ -14,6 +14,7 @@ namespace ember::datasets {
 //   de-en       de-en/de-en.txt
 //   moby-dick   moby-dick/moby-dick.txt
 //   bert-vocab  bert/vocab.json
+//   sotu        sotu/*.txt
 
 // The path of `file` (its path under data_dir, e.g. "bert/vocab.json") after checking that it
 // exists and is a regular file. Otherwise throws an ember::Error naming the path and the fetch

@@ -8,5 +8,7 @@
 #include "nn/data/data_files.h"
 #include "nn/data/de_en.h"
 #include "nn/data/distributed_sampler.h"
+#include "nn/data/masked_lm.h"
 #include "nn/data/moby_dick.h"
 #include "nn/data/sentiment.h"
+#include "nn/data/sotu.h"

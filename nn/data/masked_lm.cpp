@@ -1,0 +1,77 @@
+// Packing documents into sequences, and BERT's choice and corruption of the positions to predict.
+#include "nn/data/masked_lm.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace ember::datasets {
+
+std::vector<std::vector<int64_t>> pack_sequences(const std::vector<std::vector<int64_t>>& documents, int64_t length,
+                                                 int64_t cls_id, int64_t sep_id) {
+  EMBER_CHECK(length >= 3, "pack_sequences: a length of {} leaves no room between [CLS] and [SEP]", length);
+  std::vector<std::vector<int64_t>> sequences;
+  std::vector<int64_t> current{cls_id};
+  const auto add = [&](int64_t id) {
+    current.push_back(id);
+    if (static_cast<int64_t>(current.size()) == length - 1) {
+      current.push_back(sep_id);
+      sequences.push_back(std::move(current));
+      current = {cls_id};
+    }
+  };
+  for (size_t d = 0; d < documents.size(); ++d) {
+    if (documents[d].empty()) continue;
+    // Between documents a [SEP], unless the sequence has just begun.
+    if (current.size() > 1) add(sep_id);
+    for (const int64_t id : documents[d]) add(id);
+  }
+  return sequences;
+}
+
+namespace {
+
+// splitmix64: a counter-based stream of 64-bit words, the same on every platform (the standard
+// library's distributions are not).
+uint64_t next_word(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double next_uniform(uint64_t& state) { return static_cast<double>(next_word(state) >> 11) * 0x1.0p-53; }
+
+}  // namespace
+
+MaskedSequence mask_for_mlm(const std::vector<int64_t>& ids, const MaskingOptions& options, uint64_t seed) {
+  const auto probability = [](double p) { return p >= 0 && p <= 1; };
+  EMBER_CHECK(probability(options.choose) && probability(options.as_mask) && probability(options.as_random) &&
+                  options.as_mask + options.as_random <= 1,
+              "mask_for_mlm: choose {}, as_mask {} and as_random {} must be probabilities, as_mask + as_random <= 1",
+              options.choose, options.as_mask, options.as_random);
+  EMBER_CHECK(options.first_random_id >= 0 && options.first_random_id < options.vocab_size,
+              "mask_for_mlm: random replacements from [{}, {}) is an empty range", options.first_random_id,
+              options.vocab_size);
+  MaskedSequence out{ids, std::vector<int64_t>(ids.size(), -100)};
+  uint64_t state = seed;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    // Three draws for every position, chosen or not: position i's fate does not depend on the
+    // positions before it.
+    const double pick = next_uniform(state), how = next_uniform(state);
+    const uint64_t random_word = next_word(state);
+    const bool structural =
+        std::find(options.never_chosen.begin(), options.never_chosen.end(), ids[i]) != options.never_chosen.end();
+    if (structural || pick >= options.choose) continue;
+    out.labels[i] = ids[i];
+    if (how < options.as_mask) {
+      out.inputs[i] = options.mask_id;
+    } else if (how < options.as_mask + options.as_random) {
+      const uint64_t span = static_cast<uint64_t>(options.vocab_size - options.first_random_id);
+      out.inputs[i] = options.first_random_id + static_cast<int64_t>(random_word % span);
+    }
+  }
+  return out;
+}
+
+}  // namespace ember::datasets

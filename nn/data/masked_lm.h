@@ -1,0 +1,41 @@
+// Masked-language-model training data as BERT makes it (Devlin et al., 2019, section 3.1):
+// documents packed into fixed-length sequences, then 15% of each sequence's word pieces chosen
+// for prediction, of which 80% become [MASK], 10% a random word piece and 10% stay as they are.
+// The model sees the corrupted sequence and is scored on the chosen positions only, so it must
+// use the context on both sides; the random and kept ones stop it from trusting that an
+// unmasked token is always right.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ember::datasets {
+
+// Packs the documents' word pieces, one after another with [SEP] between documents, into
+// sequences of exactly `length` ids: [CLS], length - 2 word pieces, [SEP]. Text runs on from
+// one sequence into the next, so no piece is lost to padding; a last sequence too short to fill
+// is dropped. Throws ember::Error when length < 3.
+std::vector<std::vector<int64_t>> pack_sequences(const std::vector<std::vector<int64_t>>& documents, int64_t length,
+                                                 int64_t cls_id, int64_t sep_id);
+
+struct MaskingOptions {
+  int64_t vocab_size = 0;              // random replacements come from [first_random_id, vocab_size)
+  int64_t first_random_id = 0;         // past the special and unused entries of the vocabulary
+  int64_t mask_id = 0;                 // [MASK]
+  std::vector<int64_t> never_chosen;   // [CLS], [SEP], [PAD]: structure, not text
+  double choose = 0.15;                // of the other positions
+  double as_mask = 0.8, as_random = 0.1;  // of the chosen ones; the rest keep their piece
+};
+
+struct MaskedSequence {
+  std::vector<int64_t> inputs;  // what the model reads
+  std::vector<int64_t> labels;  // the original piece where chosen, -100 (ignored) elsewhere
+};
+
+// Chooses and corrupts positions of `ids` with draws determined by `seed` alone, so a run is
+// repeatable and a resumed run masks as the uninterrupted one did. Every position is chosen
+// independently with probability `choose`. Throws ember::Error for probabilities outside [0, 1]
+// or as_mask + as_random > 1, and for an empty random range.
+MaskedSequence mask_for_mlm(const std::vector<int64_t>& ids, const MaskingOptions& options, uint64_t seed);
+
+}  // namespace ember::datasets

@@ -1,0 +1,123 @@
+// The pretraining data: the State of the Union reader (nn/data/sotu.h) on fixture folders, and
+// the masked-language-model packing and masking (nn/data/masked_lm.h): BERT's proportions, the
+// positions never chosen, repeatability from the seed, and the errors.
+#include <map>
+#include <numeric>
+
+#include "helpers.h"
+#include "nn/data/masked_lm.h"
+#include "nn/data/sotu.h"
+#include "scratch_files.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+TEST_CASE("read_sotu: one address a file, the president from the name, years divisible by 10 held out") {
+  ScratchDir scratch("sotu");
+  scratch.write("1790_george_washington_n.txt", "Fellow-Citizens of the Senate and House of Representatives:");
+  scratch.write("1791_george_washington_n.txt", "In meeting you again\nI feel much satisfaction.");
+  scratch.write("1961_dwight_d_eisenhower_r.txt", "The last one.");
+  scratch.write("1961_john_f_kennedy_d.txt", "The first one.");
+  scratch.write("1961_john_f_kennedy_d.json", "{}");  // metadata beside each address: not read
+  const datasets::SotuData data = datasets::read_sotu(scratch.path());
+  REQUIRE(data.train.size() == 3);
+  REQUIRE(data.held_out.size() == 1);
+  CHECK(data.held_out[0].year == 1790);
+  CHECK(data.held_out[0].president == "george washington");
+  CHECK(data.train[0].text == "In meeting you again\nI feel much satisfaction.");
+  CHECK(data.train[1].president == "dwight d eisenhower");
+  CHECK(data.train[2].president == "john f kennedy");  // two addresses in 1961, both kept
+  CHECK(data.words == 8 + 8 + 3 + 3);
+}
+
+TEST_CASE("read_sotu: a missing folder, a badly named file, invalid UTF-8 and an empty address are errors") {
+  ScratchDir scratch("sotu_errors");
+  CHECK_THROWS_WITH_AS(datasets::read_sotu(scratch.file("absent")), doctest::Contains("fetch_data.sh sotu"), Error);
+  CHECK_THROWS_WITH_AS(datasets::read_sotu(scratch.path()), doctest::Contains("holds no .txt file"), Error);
+  scratch.write("washington.txt", "text");
+  CHECK_THROWS_WITH_AS(datasets::read_sotu(scratch.path()), doctest::Contains("washington.txt is not named YEAR_"),
+                       Error);
+  std::filesystem::remove(scratch.file("washington.txt"));
+  scratch.write("1800_john_adams_f.txt", "fine\nbroken \xC3\x28 here");
+  CHECK_THROWS_WITH_AS(datasets::read_sotu(scratch.path()), doctest::Contains("line 2"), Error);
+  scratch.write("1800_john_adams_f.txt", " \n\t ");
+  CHECK_THROWS_WITH_AS(datasets::read_sotu(scratch.path()), doctest::Contains("is empty"), Error);
+}
+
+TEST_CASE("pack_sequences: [CLS] text [SEP] of one length, documents run on with [SEP] between them") {
+  const std::vector<std::vector<int64_t>> documents = {{10, 11, 12}, {}, {20, 21, 22, 23, 24}, {30}};
+  const auto sequences = datasets::pack_sequences(documents, 5, /*cls_id=*/1, /*sep_id=*/2);
+  // The stream 10 11 12 | 20 21 22 23 24 [SEP] 30 cut into pieces of 3: no [SEP] where a document
+  // ends with its sequence (the sequence's own [SEP] separates them), one where it ends inside.
+  const std::vector<std::vector<int64_t>> expected = {{1, 10, 11, 12, 2}, {1, 20, 21, 22, 2}, {1, 23, 24, 2, 2}};
+  CHECK(sequences == expected);  // "30" is too short to fill a sequence: dropped
+  CHECK(datasets::pack_sequences({}, 8, 1, 2).empty());
+  CHECK_THROWS_WITH_AS(datasets::pack_sequences(documents, 2, 1, 2), doctest::Contains("a length of 2"), Error);
+}
+
+TEST_CASE("mask_for_mlm: 15% chosen, of which 80% [MASK], 10% random, 10% kept; never [CLS] or [SEP]") {
+  const int64_t kMask = 3, kCls = 1, kSep = 2;
+  std::vector<int64_t> ids(200000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = i % 100 == 0 ? kCls : (i % 100 == 99 ? kSep : 10 + static_cast<int64_t>(i % 50));
+  const datasets::MaskingOptions options{.vocab_size = 1000, .first_random_id = 10, .mask_id = kMask,
+                                         .never_chosen = {0, kCls, kSep}};
+  const datasets::MaskedSequence masked = datasets::mask_for_mlm(ids, options, 42);
+  int64_t text = 0, chosen = 0, as_mask = 0, as_random = 0, kept = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool structural = ids[i] == kCls || ids[i] == kSep;
+    if (structural) {
+      CHECK(masked.labels[i] == -100);
+      CHECK(masked.inputs[i] == ids[i]);
+      continue;
+    }
+    ++text;
+    if (masked.labels[i] == -100) {
+      CHECK(masked.inputs[i] == ids[i]);  // not chosen: untouched
+      continue;
+    }
+    ++chosen;
+    CHECK(masked.labels[i] == ids[i]);
+    if (masked.inputs[i] == kMask) {
+      ++as_mask;
+    } else if (masked.inputs[i] == ids[i]) {
+      ++kept;  // a random draw equal to the original (1 in 990) counts here too
+    } else {
+      CHECK(masked.inputs[i] >= 10);
+      CHECK(masked.inputs[i] < 1000);
+      ++as_random;
+    }
+  }
+  // Binomial counts: 4 standard deviations at these sizes are under 0.5 percentage points.
+  CHECK(static_cast<double>(chosen) / text == doctest::Approx(0.15).epsilon(0.04));
+  CHECK(static_cast<double>(as_mask) / chosen == doctest::Approx(0.8).epsilon(0.02));
+  CHECK(static_cast<double>(as_random) / chosen == doctest::Approx(0.1).epsilon(0.1));
+  CHECK(static_cast<double>(kept) / chosen == doctest::Approx(0.1).epsilon(0.1));
+}
+
+TEST_CASE("mask_for_mlm: the seed alone decides which positions are chosen and how") {
+  const std::vector<int64_t> ids = {1, 15, 16, 17, 18, 19, 20, 21, 22, 2};
+  const datasets::MaskingOptions options{.vocab_size = 100, .first_random_id = 5, .mask_id = 3, .never_chosen = {1, 2},
+                                         .choose = 0.5};
+  CHECK(datasets::mask_for_mlm(ids, options, 7).inputs == datasets::mask_for_mlm(ids, options, 7).inputs);
+  bool some_differ = false;
+  for (uint64_t seed = 0; seed < 20 && !some_differ; ++seed) {
+    some_differ = datasets::mask_for_mlm(ids, options, seed).labels != datasets::mask_for_mlm(ids, options, seed + 100).labels;
+  }
+  CHECK(some_differ);
+  // Never-chosen ids change nothing of the draws: the same seed marks the same positions.
+  datasets::MaskingOptions no_specials = options;
+  no_specials.never_chosen = {};
+  no_specials.choose = 1.0;
+  const auto all = datasets::mask_for_mlm(ids, no_specials, 7);
+  CHECK(std::count(all.labels.begin(), all.labels.end(), -100) == 0);
+}
+
+TEST_CASE("mask_for_mlm: probabilities that are not, and an empty random range, are errors") {
+  const std::vector<int64_t> ids = {5, 6};
+  CHECK_THROWS_WITH_AS(datasets::mask_for_mlm(ids, {.vocab_size = 10, .choose = 1.5}, 0),
+                       doctest::Contains("must be probabilities"), Error);
+  CHECK_THROWS_WITH_AS(datasets::mask_for_mlm(ids, {.vocab_size = 10, .as_mask = 0.8, .as_random = 0.3}, 0),
+                       doctest::Contains("as_mask + as_random <= 1"), Error);
+  CHECK_THROWS_WITH_AS(datasets::mask_for_mlm(ids, {.vocab_size = 10, .first_random_id = 10}, 0),
+                       doctest::Contains("[10, 10) is an empty range"), Error);
+}
