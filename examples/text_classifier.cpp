@@ -5,6 +5,7 @@
 //   ./build/examples/text_classifier                          # trains, about a minute on 2 cores
 //   ./build/examples/text_classifier --predict "What a great little phone!"
 //   ./build/examples/text_classifier --model bow              # the bag-of-words baseline, seconds
+//   ./build/examples/text_classifier --model bert --init-from out/pretrain_bert   # fine-tuning
 //   OMP_NUM_THREADS=1 mpirun -np 2 ./build/examples/text_classifier   # data parallel, 2 processes
 //
 // The recipe, stage by stage:
@@ -23,6 +24,7 @@
 #include <ember.h>
 
 #include <chrono>
+#include <functional>
 #include <fstream>
 #include <numeric>
 #include <optional>
@@ -112,9 +114,17 @@ struct Evaluation {
   double accuracy = 0;
 };
 
+// The classifier being trained, whichever it is: the module (parameters, modes, files) and its
+// forward pass from padded ids and their padding mask (true = padding) to logits [batch, 2].
+struct Classifier {
+  std::shared_ptr<nn::Module> module;
+  std::function<Tensor(const Tensor& ids, const Tensor& padding_mask)> forward;
+};
+
 // Loss and accuracy over a whole split, in eval mode (no dropout) and without autograd.
-Evaluation evaluate(nn::TransformerClassifier& model, const std::vector<std::vector<int64_t>>& ids,
+Evaluation evaluate(Classifier& classifier, const std::vector<std::vector<int64_t>>& ids,
                     const std::vector<int64_t>& labels, Device device) {
+  nn::Module& model = *classifier.module;
   NoGradGuard no_grad;
   model.eval();
   double loss_sum = 0;
@@ -128,7 +138,7 @@ Evaluation evaluate(nn::TransformerClassifier& model, const std::vector<std::vec
     std::iota(rows.begin(), rows.end(), start);
     const datasets::PaddedBatch batch = datasets::pad_batch(datasets::take(ids, rows), 0);
     const Tensor targets = tensor(datasets::take(labels, rows), {end - start}).to(device);
-    const Tensor logits = model.forward(batch.ids.to(device), batch.padding_mask.to(device));
+    const Tensor logits = classifier.forward(batch.ids.to(device), batch.padding_mask.to(device));
     loss_sum += cross_entropy(logits, targets, {.reduction = Reduction::Sum}).item<double>();
     correct += eq(argmax(logits, -1), targets).to(kInt64).sum().item<int64_t>();
   }
@@ -198,6 +208,140 @@ int train_bag_of_words(const examples::CommonOptions& common, Device device,
   return 0;
 }
 
+// --model bert: the lesson's third step. BertForSequenceClassification reads the sentences as
+// BERT's word pieces ([CLS] ... [SEP]) and classifies the pooled [CLS] state. With --init-from,
+// its encoder starts from a pretrained one (examples/pretrain_bert) and learns at a tenth of the
+// head's rate (--encoder-lr-factor), after a warm-up: large early updates would wash out what
+// pretraining put there; --freeze-encoder trains the head alone (the linear probe). Without
+// --init-from the same network starts from random weights, the fair from-scratch comparison.
+int fine_tune_bert(const examples::CommonOptions& common, Device device, const datasets::SentimentData& data,
+                   const std::string& init_from, bool freeze_encoder, double encoder_lr_factor, int64_t epochs,
+                   int64_t batch_size, double lr, double weight_decay, double minutes) {
+  const auto tokenizer = text::WordPieceTokenizer::from_bert_vocab_json(
+      datasets::data_path(common.data_dir, "bert-vocab", "bert/vocab.json"));
+  std::shared_ptr<nn::BertForSequenceClassification> bert;
+  if (!init_from.empty()) {
+    bert = nn::BertForSequenceClassification::from_pretrained(init_from, /*num_labels=*/2);
+    fmt::print("model: BertForSequenceClassification from {} (the head fresh)\n", init_from);
+  } else {
+    EMBER_CHECK(!freeze_encoder, "text_classifier: --freeze-encoder needs --init-from: a frozen random encoder "
+                "has nothing to offer the head");
+    nn::BertConfig config;  // pretrain_bert's network, from scratch
+    config.hidden_size = 128;
+    config.num_hidden_layers = 2;
+    config.num_attention_heads = 4;
+    config.intermediate_size = 512;
+    config.max_position_embeddings = 128;
+    config.num_labels = 2;
+    bert = std::make_shared<nn::BertForSequenceClassification>(config);
+    fmt::print("model: BertForSequenceClassification from scratch\n");
+  }
+  EMBER_CHECK(bert->bert->config().vocab_size == tokenizer.vocab_size(), "text_classifier: {} has a vocabulary of "
+              "{}, BERT's word pieces number {}", init_from, bert->bert->config().vocab_size, tokenizer.vocab_size());
+  const int64_t max_tokens = std::min<int64_t>(64, bert->bert->config().max_position_embeddings);
+  const int64_t sep = tokenizer.token_to_id("[SEP]");
+  const auto encode = [&](const std::vector<datasets::LabelledText>& sentences) {
+    std::vector<std::vector<int64_t>> ids;
+    for (const auto& sentence : sentences) {
+      std::vector<int64_t> pieces = tokenizer.encode_with_specials(sentence.text);
+      if (static_cast<int64_t>(pieces.size()) > max_tokens) {
+        pieces.resize(max_tokens);
+        pieces.back() = sep;
+      }
+      ids.push_back(std::move(pieces));
+    }
+    return ids;
+  };
+  const auto train_ids = encode(data.train), test_ids = encode(data.test);
+  std::vector<int64_t> train_labels, test_labels;
+  for (const auto& example : data.train) train_labels.push_back(example.label);
+  for (const auto& example : data.test) test_labels.push_back(example.label);
+  fmt::print("example: \"{}\" -> {}\n", data.train[0].text, fmt::join(tokenizer.ids_to_tokens(train_ids[0]), " "));
+  bert->to(device);
+  Classifier classifier{bert, [&bert](const Tensor& ids, const Tensor& padding_mask) {
+                          return bert->forward(ids, {.attention_mask = logical_not(padding_mask)});
+                        }};
+
+  // The head (pooler and classifier) at --lr; the encoder at its fraction of it, or frozen.
+  std::vector<Tensor> head, encoder;
+  for (const auto& [name, p] : bert->named_parameters()) {
+    const bool in_head = name.starts_with("classifier.") || name.starts_with("bert.pooler.");
+    if (in_head) {
+      head.push_back(p);
+    } else if (freeze_encoder) {
+      Tensor(p).requires_grad_(false);
+    } else {
+      encoder.push_back(p);
+    }
+  }
+  const double encoder_lr = init_from.empty() ? lr : lr * encoder_lr_factor;
+  std::vector<nn::ParamGroup> groups{{head, {{"lr", lr}}}};
+  if (!encoder.empty()) groups.push_back({encoder, {{"lr", encoder_lr}}});
+  nn::AdamW optimizer(groups, {.lr = lr, .weight_decay = weight_decay});
+  datasets::BatchSchedule schedule =
+      datasets::BatchSchedule::shuffled(static_cast<int64_t>(train_ids.size()), batch_size, common.seed);
+  const int64_t steps_per_epoch = schedule.batches_in_epoch(0), total_steps = epochs * steps_per_epoch;
+  std::vector<std::shared_ptr<const nn::LRSchedule>> rates{
+      std::make_shared<nn::WarmupCosine>(lr, steps_per_epoch, total_steps)};
+  if (!encoder.empty()) rates.push_back(std::make_shared<nn::WarmupCosine>(encoder_lr, steps_per_epoch, total_steps));
+  nn::Scheduler scheduler(optimizer, rates);
+  fmt::print("training: {} parameters ({} in the head), head lr {}, encoder {}\n", bert->num_parameters(),
+             [&] { int64_t n = 0; for (const Tensor& p : head) n += p.numel(); return n; }(), lr,
+             freeze_encoder ? std::string("frozen") : fmt::format("lr {}", encoder_lr));
+
+  train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "test_loss", "test_accuracy", "lr"});
+  train::ProgressBar progress(total_steps, {.label = "fine-tune", .unit = "sentences"});
+  const train::Precision precision = common.precision_choice();
+  nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});  // --precision fp16
+  const auto started = std::chrono::steady_clock::now();
+  double loss_sum = 0;
+  int64_t loss_count = 0, step = 0;
+  Evaluation last, best;
+  bert->train();
+  for (step = 1; step <= total_steps; ++step) {
+    const std::vector<int64_t> rows = schedule.batch(step - 1);
+    const datasets::PaddedBatch batch = datasets::pad_batch(datasets::take(train_ids, rows), 0);
+    const Tensor targets = tensor(datasets::take(train_labels, rows), {static_cast<int64_t>(rows.size())}).to(device);
+    Tensor loss;
+    {
+      const AutocastGuard autocast = train::autocast_scope(precision, device.type);
+      loss = cross_entropy(classifier.forward(batch.ids.to(device), batch.padding_mask.to(device)), targets);
+    }
+    optimizer.zero_grad();
+    scaler.scale(loss).backward();
+    scaler.step(optimizer);
+    scaler.update();
+    scheduler.step();
+    loss_sum += loss.item<double>();
+    ++loss_count;
+    progress.update(step, {{"loss", loss.item<double>()}}, static_cast<double>(rows.size()));
+    const bool out_of_time =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > 60 * minutes;
+    if (step % steps_per_epoch == 0 || step == total_steps || out_of_time) {
+      last = evaluate(classifier, test_ids, test_labels, device);
+      if (last.accuracy > best.accuracy) best = last;
+      log.write(step, {{"train_loss", loss_sum / loss_count}, {"test_loss", last.loss},
+                       {"test_accuracy", last.accuracy}, {"lr", optimizer.lr(0)}});
+      progress.print_line(fmt::format("epoch {:>2}  train loss {:.3f}  test loss {:.3f}  test accuracy {:.1f}%",
+                                      (step + steps_per_epoch - 1) / steps_per_epoch, loss_sum / loss_count,
+                                      last.loss, 100 * last.accuracy));
+      loss_sum = 0;
+      loss_count = 0;
+    }
+    if (out_of_time) {
+      progress.print_line(fmt::format("time budget of {} minutes reached at step {}", minutes, step));
+      break;
+    }
+  }
+  progress.finish();
+  train::plot_metrics_csv(log.path(), init_from.empty() ? "BERT from scratch" : "BERT fine-tuned");
+  nn::save(*bert, common.out_path("model.safetensors"));
+  fmt::print("test accuracy {:.1f}% after {} steps in {:.0f} s (best epoch {:.1f}%)\n", 100 * last.accuracy,
+             std::min(step, total_steps), std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+             100 * best.accuracy);
+  return 0;
+}
+
 // --predict: the saved model's verdict on one sentence, and its attention as a heatmap.
 int predict(const examples::CommonOptions& common, const std::string& sentence, int64_t layer, int64_t head) {
   const Device device = examples::setup_run(common);
@@ -260,9 +404,21 @@ int main(int argc, char** argv) {
   double lr = 1e-3, weight_decay = 0.01, minutes = 2.0;
   std::string sentence, model_kind = "transformer";
   int64_t layer = -1, head = 0;
-  app.add_option("--model", model_kind, "transformer (the demo's), or bow: the bag-of-words baseline "
-                 "(logistic regression on word counts; defaults --epochs 20 --lr 0.01 --weight-decay 0.1)")
-      ->check(CLI::IsMember({"transformer", "bow"}))
+  std::string init_from;
+  bool freeze_encoder = false;
+  double encoder_lr_factor = 0.1;
+  app.add_option("--model", model_kind, "transformer (the demo's); bow: the bag-of-words baseline (logistic "
+                 "regression on word counts; defaults --epochs 20 --lr 0.01 --weight-decay 0.1); bert: "
+                 "BertForSequenceClassification on BERT's word pieces, from --init-from or from scratch")
+      ->check(CLI::IsMember({"transformer", "bow", "bert"}))
+      ->capture_default_str();
+  app.add_option("--init-from", init_from, "--model bert: start from this pretrained BERT folder (config.json + "
+                 "model.safetensors, e.g. out/pretrain_bert); the classification head starts fresh");
+  app.add_flag("--freeze-encoder", freeze_encoder, "--model bert: train only the head (pooler and classifier) on "
+               "the frozen pretrained encoder, the linear-probe comparison");
+  app.add_option("--encoder-lr-factor", encoder_lr_factor, "--model bert --init-from: the pretrained encoder's "
+                 "learning rate, as a fraction of --lr (the head's)")
+      ->check(examples::between(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--epochs", epochs, "passes over the 2,400 training sentences")->check(examples::above(0))->capture_default_str();
   app.add_option("--batch", batch_size, "sentences per step")->check(examples::above(0))->capture_default_str();
@@ -292,6 +448,14 @@ int main(int argc, char** argv) {
     fmt::print("sentences: {} train, {} test ({} empty records dropped)\n", data.train.size(), data.test.size(),
                data.empty_dropped + data.malformed_skipped);
 
+    if (model_kind == "bert") {
+      return fine_tune_bert(common, device, data, init_from, freeze_encoder, encoder_lr_factor,
+                            app.count("--epochs") ? epochs : 8, batch_size, app.count("--lr") ? lr : 1e-3,
+                            weight_decay, minutes);
+    }
+    EMBER_CHECK(init_from.empty() && !freeze_encoder, "text_classifier: --init-from and --freeze-encoder go with "
+                "--model bert");
+
     // 2. Tokens: the vocabulary comes from the training split alone.
     text::WordTokenizerOptions tokenizer_options;
     tokenizer_options.lowercase = true;
@@ -310,7 +474,11 @@ int main(int argc, char** argv) {
     }
 
     // 3. Model.
-    nn::TransformerClassifier model(recipe.model_options());
+    auto classifier_model = std::make_shared<nn::TransformerClassifier>(recipe.model_options());
+    nn::TransformerClassifier& model = *classifier_model;
+    Classifier classifier{classifier_model, [&model](const Tensor& ids, const Tensor& padding_mask) {
+                            return model.forward(ids, padding_mask);
+                          }};
     model.to(device);
     fmt::print("model: {} layers, d_model {}, {} heads, {} parameters\n", recipe.layers, recipe.d_model, recipe.heads,
                model.num_parameters());
@@ -388,7 +556,7 @@ int main(int argc, char** argv) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > 60 * minutes;
       if (data_parallel) out_of_time = train::sum_over_ranks({out_of_time ? 1.0 : 0.0})[0] > 0;  // all stop together
       if (step % steps_per_epoch == 0 || step == total_steps || out_of_time) {
-        last = evaluate(model, test_ids, test_labels, device);
+        last = evaluate(classifier, test_ids, test_labels, device);
         log.write(step, {{"train_loss", loss_sum / loss_count}, {"test_loss", last.loss},
                          {"test_accuracy", last.accuracy}, {"lr", optimizer.lr(0)}});
         progress.print_line(fmt::format("epoch {:>2}  train loss {:.3f}  test loss {:.3f}  test accuracy {:.1f}%",

@@ -16,6 +16,7 @@
 #include "core/ops/attention.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/ops/indexing.h"
 #include "core/ops/matmul.h"
 #include "core/ops/unary.h"
 #include "core/ops/views.h"
@@ -23,6 +24,7 @@
 #include "nn/init.h"
 #include "nn/losses.h"
 #include "nn/safetensors.h"
+#include "nn/train/run_files.h"
 
 namespace ember::nn {
 
@@ -88,6 +90,28 @@ BertConfig BertConfig::from_json_file(const std::string& path) {
     fail("{} (in {})", error.what(), path);
   }
   return c;
+}
+
+void BertConfig::to_json_file(const std::string& path) const {
+  json config = {{"architectures", {"BertForMaskedLM"}},
+                 {"model_type", "bert"},
+                 {"vocab_size", vocab_size},
+                 {"hidden_size", hidden_size},
+                 {"num_hidden_layers", num_hidden_layers},
+                 {"num_attention_heads", num_attention_heads},
+                 {"intermediate_size", intermediate_size},
+                 {"hidden_act", hidden_act},
+                 {"hidden_dropout_prob", hidden_dropout_prob},
+                 {"attention_probs_dropout_prob", attention_probs_dropout_prob},
+                 {"max_position_embeddings", max_position_embeddings},
+                 {"type_vocab_size", type_vocab_size},
+                 {"layer_norm_eps", layer_norm_eps},
+                 {"pad_token_id", pad_token_id},
+                 {"initializer_range", initializer_range},
+                 {"position_embedding_type", "absolute"},
+                 {"num_labels", num_labels}};
+  config["classifier_dropout"] = classifier_dropout ? json(*classifier_dropout) : json(nullptr);
+  train::write_file_atomically(path, config.dump(2) + "\n");
 }
 
 void BertConfig::check() const {
@@ -284,17 +308,31 @@ BertForMaskedLM::BertForMaskedLM(const BertConfig& config) : Module("BertForMask
   init_bert_parameters(*transform, config);
 }
 
-Tensor BertForMaskedLM::forward(const Tensor& ids, const BertInputs& inputs) {
-  const Tensor states = bert->forward(ids, inputs);
+Tensor BertForMaskedLM::predictions(const Tensor& states) {
   const Tensor t = transform_norm_->forward(activate(config_.hidden_act, transform_dense_->forward(states)));
   return linear(t, bert->embeddings->word_embeddings->weight, bias_);
 }
 
+Tensor BertForMaskedLM::forward(const Tensor& ids, const BertInputs& inputs) {
+  return predictions(bert->forward(ids, inputs));
+}
+
+// The head runs at the chosen positions only: with a vocabulary of 30,522 its product is most of
+// a small model's work, and 85% of the positions would be thrown away.
 Tensor BertForMaskedLM::loss(const Tensor& ids, const Tensor& labels, const BertInputs& inputs) {
-  EMBER_CHECK(labels.sizes() == ids.sizes(), "BertForMaskedLM::loss: labels {} and ids {} differ in shape",
-              shape_str(labels.sizes()), shape_str(ids.sizes()));
-  const Tensor logits = forward(ids, inputs);
-  return ember::cross_entropy(logits.reshape({-1, config_.vocab_size}), labels.reshape({-1}), {.ignore_index = -100});
+  EMBER_CHECK(labels.sizes() == ids.sizes() && labels.dtype() == kInt64,
+              "BertForMaskedLM::loss: labels must be int64 of ids' shape {}, got {} {}", shape_str(ids.sizes()),
+              labels.dtype(), shape_str(labels.sizes()));
+  const Tensor flat_labels = labels.reshape({-1});
+  std::vector<int64_t> chosen;
+  const std::vector<int64_t> values = flat_labels.to_vector<int64_t>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] != -100) chosen.push_back(static_cast<int64_t>(i));
+  }
+  EMBER_CHECK(!chosen.empty(), "BertForMaskedLM::loss: no position is chosen (every label is -100)");
+  const Tensor positions = tensor(chosen, {static_cast<int64_t>(chosen.size())}).to(ids.device());
+  const Tensor states = bert->forward(ids, inputs).reshape({-1, config_.hidden_size});
+  return ember::cross_entropy(predictions(index_select(states, 0, positions)), index_select(flat_labels, 0, positions));
 }
 
 std::shared_ptr<BertForMaskedLM> BertForMaskedLM::from_pretrained(const std::string& folder) {

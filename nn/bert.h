@@ -53,12 +53,14 @@ struct BertConfig {
   static BertConfig from_json_file(const std::string& path);
   // Throws when the sizes do not fit together (hidden_size not divisible by the heads, ...).
   void check() const;
+  // Writes the keys above as a config.json that Hugging Face's BertConfig reads too (atomically).
+  void to_json_file(const std::string& path) const;
 };
 
 // Inputs besides the token ids [batch, T] (int64): each optional.
 struct BertInputs {
-  Tensor token_type_ids;   // int64 [batch, T], segment A = 0, B = 1; zeros when undefined
-  Tensor attention_mask;   // [batch, T], 1 (or true) where a real token is, 0 at padding
+  Tensor token_type_ids = Tensor();  // int64 [batch, T], segment A = 0, B = 1; zeros when undefined
+  Tensor attention_mask = Tensor();  // [batch, T], 1 (or true) where a real token is, 0 at padding
 };
 
 class BertEmbeddings : public Module {
@@ -113,13 +115,16 @@ class BertForMaskedLM : public Module {
   explicit BertForMaskedLM(const BertConfig& config);
   // ids [batch, T] -> logits [batch, T, vocab_size].
   Tensor forward(const Tensor& ids, const BertInputs& inputs = {});
-  // Mean cross-entropy of the logits at the positions whose label is not -100.
+  // Mean cross-entropy at the positions whose label (int64 [batch, T]) is not -100, the head
+  // evaluated there only. Reads the labels on the host.
   Tensor loss(const Tensor& ids, const Tensor& labels, const BertInputs& inputs = {});
   static std::shared_ptr<BertForMaskedLM> from_pretrained(const std::string& folder);
 
   std::shared_ptr<BertModel> bert;
 
  private:
+  // The head: states [..., hidden] -> logits [..., vocab_size].
+  Tensor predictions(const Tensor& states);
   BertConfig config_;
   std::shared_ptr<Linear> transform_dense_;
   std::shared_ptr<LayerNorm> transform_norm_;

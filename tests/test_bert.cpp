@@ -208,3 +208,37 @@ TEST_CASE("BertModel::attention_weights: rows of weights over the real tokens, a
   const Tensor logits = model->forward(expected("input_ids"), inputs());
   CHECK(max_abs(sub(logits, expected("cls_logits"))) < kTolerance);
 }
+
+TEST_CASE("BertConfig::to_json_file writes what from_json_file reads back") {
+  ScratchDir scratch("bert_config_round_trip");
+  nn::BertConfig config;
+  config.vocab_size = 123;
+  config.hidden_size = 24;
+  config.num_attention_heads = 3;
+  config.hidden_act = "gelu_new";
+  config.layer_norm_eps = 1e-7;
+  config.classifier_dropout = 0.25;
+  config.num_labels = 4;
+  config.to_json_file(scratch.file("config.json"));
+  const nn::BertConfig read = nn::BertConfig::from_json_file(scratch.file("config.json"));
+  CHECK(read.vocab_size == 123);
+  CHECK(read.hidden_size == 24);
+  CHECK(read.num_attention_heads == 3);
+  CHECK(read.hidden_act == "gelu_new");
+  CHECK(read.layer_norm_eps == 1e-7);
+  CHECK(read.classifier_dropout == 0.25);
+  CHECK(read.num_labels == 4);
+  CHECK(read.intermediate_size == config.intermediate_size);
+}
+
+TEST_CASE("BertForMaskedLM::loss, the head at the chosen positions only, is the cross-entropy of the full logits") {
+  auto model = float64_model<nn::BertForMaskedLM>("bert_tiny_mlm");
+  const Tensor ids = expected("input_ids");
+  Tensor labels = full(ids.sizes(), -100.0, kInt64);
+  labels.narrow(1, 1, 3).copy_(ids.narrow(1, 1, 3));
+  const Tensor full_loss = cross_entropy(model->forward(ids).reshape({-1, 40}), labels.reshape({-1}));
+  CHECK(std::abs(model->loss(ids, labels).item<double>() - full_loss.item<double>()) < 1e-12);
+  CHECK_THROWS_WITH_AS(model->loss(ids, full(ids.sizes(), -100.0, kInt64)), doctest::Contains("no position is chosen"),
+                       Error);
+  CHECK_THROWS_WITH_AS(model->loss(ids, labels.narrow(1, 0, 2)), doctest::Contains("labels must be int64"), Error);
+}

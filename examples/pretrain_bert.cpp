@@ -1,0 +1,304 @@
+// Pretraining a small BERT by masked language modelling: the first half of the transfer-learning
+// lesson of "NLP with Transformers". A transformer that has read plain English (here about
+// 2 million words: State of the Union addresses, Moby Dick, the sentiment training sentences
+// without their labels) knows what words mean before it sees a single label; text_classifier
+// --model bert --init-from out/pretrain_bert then fine-tunes it on the 2,400 labelled sentences.
+//
+//   bash scripts/fetch_data.sh sotu moby-dick sentiment bert-vocab
+//   ./build/examples/pretrain_bert                          # 20 minutes on 2 cores
+//   ./build/examples/pretrain_bert --fill "the food was [MASK] ."
+//
+// The recipe, stage by stage:
+//   1. Text: the addresses of years not divisible by 10, the first 90% of Moby Dick and the
+//      sentiment training sentences (never the test ones); the other addresses are held out.
+//   2. Word pieces: BERT's own uncased WordPiece vocabulary (30,522 entries, data/bert/vocab.json).
+//      A vocabulary trained on this corpus would be smaller and cheaper, but with BERT's the
+//      pretrained model reads text exactly as bert-base-uncased does, so the two can be compared
+//      and swapped (attention_step_by_step --weights, text_classifier --init-from).
+//   3. Sequences: the word pieces of every document one after another, cut into sequences of
+//      128 ([CLS], 126 pieces, [SEP]); no padding.
+//   4. Masking (BERT's): 15% of the pieces of each sequence are chosen; 80% of those become
+//      [MASK], 10% a random piece, 10% stay. The loss is the cross-entropy at the chosen ones.
+//      Each (step, row) draws its own masks from the seed, so a resumed run masks as the
+//      uninterrupted one.
+//   5. Model: nn::BertForMaskedLM, 2 post-LN layers of width 128, 4 heads, feed-forward 512.
+//   6. Training: AdamW (lr 1e-3, weight decay 0.01), warm-up then cosine decay, batches of 32
+//      sequences, bfloat16 autocast when the CPU multiplies bfloat16 (--precision), a progress
+//      bar, a checkpoint every 200 steps (--resume), and on the held-out addresses the
+//      masked-token accuracy and perplexity.
+//   7. The result: config.json and model.safetensors under Hugging Face's names, which
+//      text_classifier --init-from reads; --fill shows the five likeliest pieces for a [MASK].
+#include <ember.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "common/options.h"
+#include "core/cpu/bf16_gemm.h"
+#include "common/run_main.h"
+
+using namespace ember;
+
+namespace {
+
+struct Recipe {
+  int64_t length = 128;
+  int64_t hidden = 128;
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t batch = 32;
+  double lr = 1e-3;
+  int64_t steps = 2000;
+  double minutes = 20;
+};
+
+nn::BertConfig model_config(const Recipe& recipe, int64_t vocab_size) {
+  nn::BertConfig config;
+  config.vocab_size = vocab_size;
+  config.hidden_size = recipe.hidden;
+  config.num_hidden_layers = recipe.layers;
+  config.num_attention_heads = recipe.heads;
+  config.intermediate_size = 4 * recipe.hidden;
+  config.max_position_embeddings = recipe.length;
+  return config;
+}
+
+// Sentences and paragraphs as documents: each is tokenized whole.
+std::vector<std::vector<int64_t>> tokenize_all(const text::WordPieceTokenizer& tokenizer,
+                                               const std::vector<std::string>& documents) {
+  std::vector<std::vector<int64_t>> ids(documents.size());
+  for (size_t i = 0; i < documents.size(); ++i) ids[i] = tokenizer.encode(documents[i]);
+  return ids;
+}
+
+datasets::MaskingOptions masking(const text::WordPieceTokenizer& tokenizer) {
+  // bert-base-uncased's entries before 999 are [PAD], [unused*], [UNK], [CLS], [SEP], [MASK]:
+  // random replacements come from the real word pieces after them.
+  return {.vocab_size = tokenizer.vocab_size(),
+          .first_random_id = std::min<int64_t>(999, tokenizer.vocab_size() - 1),
+          .mask_id = tokenizer.token_to_id("[MASK]"),
+          .never_chosen = {tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]"),
+                           tokenizer.token_to_id("[PAD]")}};
+}
+
+struct Batch {
+  Tensor inputs, labels;
+};
+
+// Rows `rows` of the sequences, masked with draws from (seed, step, row).
+Batch masked_batch(const std::vector<std::vector<int64_t>>& sequences, const std::vector<int64_t>& rows,
+                   const datasets::MaskingOptions& options, uint64_t seed, int64_t step, Device device) {
+  const int64_t length = static_cast<int64_t>(sequences.front().size());
+  std::vector<int64_t> inputs, labels;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const uint64_t draw = seed * 0x100000001B3ull + static_cast<uint64_t>(step) * 1000003ull + r;
+    const datasets::MaskedSequence masked = datasets::mask_for_mlm(sequences[rows[r]], options, draw);
+    inputs.insert(inputs.end(), masked.inputs.begin(), masked.inputs.end());
+    labels.insert(labels.end(), masked.labels.begin(), masked.labels.end());
+  }
+  const int64_t count = static_cast<int64_t>(rows.size());
+  return {tensor(inputs, {count, length}).to(device), tensor(labels, {count, length}).to(device)};
+}
+
+struct HeldOut {
+  double loss = 0, accuracy = 0;
+};
+
+// Masked-token loss and accuracy over the held-out sequences, with fixed masks.
+HeldOut evaluate(nn::BertForMaskedLM& model, const std::vector<std::vector<int64_t>>& sequences,
+                 const datasets::MaskingOptions& options, Device device) {
+  NoGradGuard no_grad;
+  model.eval();
+  double loss_sum = 0;
+  int64_t correct = 0, predicted = 0;
+  for (int64_t start = 0; start < static_cast<int64_t>(sequences.size()); start += 64) {
+    std::vector<int64_t> rows;
+    for (int64_t r = start; r < std::min<int64_t>(start + 64, sequences.size()); ++r) rows.push_back(r);
+    const Batch batch = masked_batch(sequences, rows, options, /*seed=*/12345, start, device);
+    const Tensor logits = model.forward(batch.inputs);
+    const Tensor flat_labels = batch.labels.reshape({-1});
+    const Tensor chosen = ne(flat_labels, -100.0);
+    const int64_t count = chosen.to(kInt64).sum().item<int64_t>();
+    const Tensor flat_logits = logits.reshape({-1, logits.size(-1)});
+    loss_sum += cross_entropy(flat_logits, flat_labels, {.reduction = Reduction::Sum}).item<double>();
+    correct += logical_and(chosen, eq(argmax(flat_logits, -1), flat_labels)).to(kInt64).sum().item<int64_t>();
+    predicted += count;
+  }
+  model.train();
+  return {loss_sum / std::max<int64_t>(predicted, 1), static_cast<double>(correct) / std::max<int64_t>(predicted, 1)};
+}
+
+// --fill: the five likeliest word pieces for each [MASK] of the sentence.
+int fill(const examples::CommonOptions& common, const std::string& sentence) {
+  const std::string folder = common.out_dir;
+  auto model = nn::BertForMaskedLM::from_pretrained(folder);
+  model->eval();
+  const auto tokenizer = text::WordPieceTokenizer::from_bert_vocab_json(
+      datasets::data_path(common.data_dir, "bert-vocab", "bert/vocab.json"));
+  // [MASK] is not text: the pieces around it are encoded apart and the mask id put between.
+  std::vector<int64_t> ids{tokenizer.token_to_id("[CLS]")};
+  size_t from = 0;
+  std::vector<size_t> masks;
+  while (true) {
+    const size_t at = sentence.find("[MASK]", from);
+    const std::vector<int64_t> piece = tokenizer.encode(sentence.substr(from, at == std::string::npos ? std::string::npos : at - from));
+    ids.insert(ids.end(), piece.begin(), piece.end());
+    if (at == std::string::npos) break;
+    masks.push_back(ids.size());
+    ids.push_back(tokenizer.token_to_id("[MASK]"));
+    from = at + 6;
+  }
+  ids.push_back(tokenizer.token_to_id("[SEP]"));
+  EMBER_CHECK(!masks.empty(), "--fill: \"{}\" has no [MASK] to fill", sentence);
+  NoGradGuard no_grad;
+  const Tensor logits = model->forward(tensor(ids, {1, static_cast<int64_t>(ids.size())}));
+  fmt::print("{}\n", sentence);
+  for (const size_t position : masks) {
+    const Tensor probabilities = softmax(logits.select(0, 0).select(0, static_cast<int64_t>(position)), -1);
+    const ValuesIndices best = topk(probabilities, 5);
+    const std::vector<float> p = best.values.to_vector<float>();
+    const std::vector<int64_t> which = best.indices.to_vector<int64_t>();
+    fmt::print("[MASK] at word piece {}:\n", position);
+    for (size_t k = 0; k < which.size(); ++k) fmt::print("  {:<12} {:.4f}\n", tokenizer.id_to_token(which[k]), p[k]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Pretrain a small BERT by masked language modelling on 2 million words of English"};
+  examples::CommonOptions common{.out_dir = "out/pretrain_bert"};
+  examples::add_common_options(app, common);
+  Recipe recipe;
+  std::string sentence;
+  app.add_option("--steps", recipe.steps, "training steps (the schedule's length)")->check(examples::above(0))->capture_default_str();
+  app.add_option("--minutes", recipe.minutes, "stop training after this long even if steps remain")
+      ->check(examples::above(0))
+      ->capture_default_str();
+  app.add_option("--hidden", recipe.hidden, "width of the model")->check(examples::above(0))->capture_default_str();
+  app.add_option("--layers", recipe.layers, "encoder layers")->check(examples::above(0))->capture_default_str();
+  app.add_option("--heads", recipe.heads, "attention heads")->check(examples::above(0))->capture_default_str();
+  app.add_option("--length", recipe.length, "word pieces per sequence, [CLS] and [SEP] included")
+      ->check(examples::between(8, 512))
+      ->capture_default_str();
+  app.add_option("--batch", recipe.batch, "sequences per step")->check(examples::above(0))->capture_default_str();
+  app.add_option("--lr", recipe.lr, "peak learning rate (AdamW)")->check(examples::above(0))->capture_default_str();
+  app.add_option("--fill", sentence, "the five likeliest word pieces for each [MASK] of this sentence, from the "
+                 "pretrained model in --out");
+
+  return examples::run_main(app, argc, argv, common, [&]() -> int {
+    if (app.count("--fill") > 0) return fill(common, sentence);
+    // bfloat16 where the CPU multiplies it natively (AVX512-BF16): twice float32's speed.
+    if (app.count("--precision") == 0 && common.device == "cpu" && cpu::bf16_gemm_in_hardware()) {
+      common.precision = "bf16";
+    }
+    const Device device = examples::setup_run(common);
+    fmt::print("precision: {}\n", common.precision);
+
+    // 1. Text.
+    const datasets::SotuData addresses = datasets::load_sotu(common.data_dir);
+    const datasets::TextSplit moby_dick = datasets::load_moby_dick(common.data_dir);
+    const datasets::SentimentData sentiment = datasets::load_sentiment(common.data_dir);
+    std::vector<std::string> train_documents, held_out_documents;
+    for (const auto& address : addresses.train) train_documents.push_back(address.text);
+    train_documents.push_back(moby_dick.train);
+    for (const auto& example : sentiment.train) train_documents.push_back(example.text);  // the text, not the label
+    for (const auto& address : addresses.held_out) held_out_documents.push_back(address.text);
+    fmt::print("text: {} addresses ({} held out), Moby Dick, {} sentiment sentences without labels\n",
+               addresses.train.size(), addresses.held_out.size(), sentiment.train.size());
+
+    // 2. and 3. Word pieces, packed into sequences.
+    const auto tokenizer = text::WordPieceTokenizer::from_bert_vocab_json(
+        datasets::data_path(common.data_dir, "bert-vocab", "bert/vocab.json"));
+    const int64_t cls = tokenizer.token_to_id("[CLS]"), sep = tokenizer.token_to_id("[SEP]");
+    const auto train_sequences = datasets::pack_sequences(tokenize_all(tokenizer, train_documents), recipe.length, cls, sep);
+    auto held_out_sequences = datasets::pack_sequences(tokenize_all(tokenizer, held_out_documents), recipe.length, cls, sep);
+    if (held_out_sequences.size() > 256) held_out_sequences.resize(256);  // enough for the figures, quick
+    fmt::print("word pieces: {} train sequences of {} ({} pieces), {} held out\n", train_sequences.size(),
+               recipe.length, train_sequences.size() * (recipe.length - 2), held_out_sequences.size());
+    EMBER_CHECK(!train_sequences.empty() && !held_out_sequences.empty(), "pretrain_bert: too little text for a "
+                "sequence of {} word pieces", recipe.length);
+    const datasets::MaskingOptions options = masking(tokenizer);
+
+    // 5. Model.
+    const nn::BertConfig config = model_config(recipe, tokenizer.vocab_size());
+    nn::BertForMaskedLM model(config);
+    model.to(device);
+    fmt::print("model: BertForMaskedLM, {} layers, hidden {}, {} heads, {} parameters\n", recipe.layers, recipe.hidden,
+               recipe.heads, model.num_parameters());
+
+    // 6. Training: --steps steps (the warm-up and cosine decay are laid out over them), stopped
+    // early if --minutes runs out.
+    datasets::BatchSchedule schedule = datasets::BatchSchedule::shuffled(
+        static_cast<int64_t>(train_sequences.size()), recipe.batch, common.seed);
+    const int64_t planned_steps = recipe.steps;
+    nn::AdamW optimizer(nn::weight_decay_groups(model, 0.01), {.lr = recipe.lr});
+    nn::Scheduler scheduler(optimizer, std::make_shared<nn::WarmupCosine>(recipe.lr, 200, planned_steps));
+    const train::Precision precision = common.precision_choice();
+    nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
+    train::CheckpointSaver saver(common.out_path("checkpoint.safetensors"), 200, model, optimizer, &scheduler, &scaler);
+    std::optional<int64_t> resumed;
+    if (common.resume) {
+      std::string found;
+      resumed = train::resume_from(saver.path(), model, optimizer, &scheduler, &found, &scaler);
+      fmt::print("--resume: {}\n", found);
+    }
+    train::MetricsLog log(common.out_path("metrics.csv"),
+                          {"train_loss", "held_out_loss", "held_out_perplexity", "held_out_accuracy", "lr"}, resumed);
+    train::ProgressBar progress(planned_steps, {.label = "pretrain", .unit = "sequences"}, resumed.value_or(0));
+    const auto started = std::chrono::steady_clock::now();
+    double loss_sum = 0;
+    int64_t loss_count = 0, step = resumed.value_or(0);
+    HeldOut last;
+    model.train();
+    for (step = step + 1; step <= planned_steps; ++step) {
+      const std::vector<int64_t> rows = schedule.batch(step - 1);
+      const Batch batch = masked_batch(train_sequences, rows, options, common.seed, step, device);
+      Tensor loss;
+      {
+        const AutocastGuard autocast = train::autocast_scope(precision, device.type);
+        loss = model.loss(batch.inputs, batch.labels);  // the head at the chosen positions only
+      }
+      optimizer.zero_grad();
+      scaler.scale(loss).backward();
+      nn::clip_grad_norm_(model.parameters(), 1.0);
+      scaler.step(optimizer);
+      scaler.update();
+      scheduler.step();
+      loss_sum += loss.item<double>();
+      ++loss_count;
+      progress.update(step, {{"loss", loss_sum / loss_count}}, static_cast<double>(rows.size()));
+      const bool out_of_time =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > 60 * recipe.minutes;
+      if (step % 200 == 0 || step == planned_steps || out_of_time) {
+        last = evaluate(model, held_out_sequences, options, device);
+        log.write(step, {{"train_loss", loss_sum / loss_count}, {"held_out_loss", last.loss},
+                         {"held_out_perplexity", std::exp(last.loss)}, {"held_out_accuracy", last.accuracy},
+                         {"lr", optimizer.lr(0)}});
+        progress.print_line(fmt::format("step {:>5}  train loss {:.3f}  held-out loss {:.3f} (perplexity {:.1f})  "
+                                        "masked-token accuracy {:.1f}%",
+                                        step, loss_sum / loss_count, last.loss, std::exp(last.loss),
+                                        100 * last.accuracy));
+        loss_sum = 0;
+        loss_count = 0;
+        saver.save(step);
+      }
+      if (out_of_time) {
+        progress.print_line(fmt::format("time budget of {} minutes reached at step {}", recipe.minutes, step));
+        break;
+      }
+    }
+    progress.finish();
+
+    // 7. What fine-tuning reads: the model under Hugging Face's names, with its config.
+    train::plot_metrics_csv(log.path(), "BERT pretraining");
+    config.to_json_file(common.out_path("config.json"));
+    nn::save(model, common.out_path("model.safetensors"));
+    fmt::print("held-out masked-token accuracy {:.1f}%, perplexity {:.1f}, after {} steps in {:.0f} s\n",
+               100 * last.accuracy, std::exp(last.loss), std::min(step, planned_steps),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    return 0;
+  });
+}
