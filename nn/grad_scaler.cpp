@@ -9,6 +9,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
+#include "core/memory_overlap.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/grad_unscale.h"
@@ -80,6 +81,7 @@ void GradScaler::unscale_(Optimizer& optimizer) {
         auto same_device = [&](const auto& entry) { return entry.first == grad.device(); };
         auto entry = std::find_if(by_device.begin(), by_device.end(), same_device);
         if (entry == by_device.end()) entry = by_device.insert(by_device.end(), {grad.device(), {}});
+        check_no_internal_overlap(grad, "GradScaler.unscale_");
         entry->second.push_back(grad);
       }
       ++index;

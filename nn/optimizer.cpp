@@ -6,6 +6,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/cuda_graph.h"
+#include "core/memory_overlap.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 
@@ -117,8 +118,32 @@ void Optimizer::check_can_create_state(size_t group_index, size_t param, const c
               type_name_, param, group_index, what);
 }
 
+void Optimizer::check_parameters_writable() const {
+  const std::string op = type_name_ + ".step";
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    for (size_t i = 0; i < groups_[g].params.size(); ++i) {
+      const Tensor& param = groups_[g].params[i];
+      if (!param.grad().defined()) continue;
+      check_no_internal_overlap(param, op);
+      // The fused kernels read the gradient where they write the parameter: it may be the
+      // parameter itself, but no other view of its memory (a copy would not be read in a replay).
+      const MemoryOverlap overlap = memory_overlap(param, param.grad());
+      if (overlap == MemoryOverlap::kNone || overlap == MemoryOverlap::kSame) continue;
+      fail("{}: {}: the gradient of parameter {} of group {} (shape {}, strides {}) is a view of the parameter's own "
+           "memory (shape {}, strides {}); give it a gradient of its own (clone())",
+           op,
+           overlap == MemoryOverlap::kPartial
+               ? "some elements of the input tensor and the written-to tensor refer to a single memory location"
+               : "the gradient may share elements with the parameter it updates",
+           i, g, shape_str(param.grad().sizes()), shape_str(param.grad().strides()), shape_str(param.sizes()),
+           shape_str(param.strides()));
+    }
+  }
+}
+
 void Optimizer::step() {
   if (cuda::is_capturing_graph()) captured_ = true;
+  check_parameters_writable();
   NoGradGuard no_grad;
   size_t first = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {

@@ -119,6 +119,9 @@ class Optimizer {
  private:
   // Refills group g's learning-rate tensors with lr(g).
   void refresh_lr_tensors(size_t group);
+  // Throws, naming the parameter, when a step would write through memory its elements share
+  // (an expanded view) or read a gradient that partly overlaps the parameter it updates.
+  void check_parameters_writable() const;
 
   std::string type_name_;
   std::vector<ParamGroup> groups_;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/autograd/record.h"
+#include "core/memory_overlap.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 
@@ -22,7 +23,9 @@ void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& othe
               "{}: shape {} cannot be broadcast to the shape {} of the tensor written in place", name,
               shape_str(other.sizes()), shape_str(x.sizes()));
   autograd::check_inplace(name, x, {other});
-  kernels::binary.get(x.device(), name)(op, x, x, other);
+  check_no_internal_overlap(x, name);
+  const Tensor readable = input_safe_to_read(x, other, name);
+  kernels::binary.get(x.device(), name)(op, x, x, readable);
   x.impl()->storage->bump_version();
 }
 
@@ -32,7 +35,9 @@ Tensor& add_(Tensor& x, const Tensor& other, double alpha) {
   // A 16-bit other * alpha is rounded before the add, and alpha with it (a scalar operand takes
   // the tensor's dtype): the result rounds twice, the first time by a fraction of the update
   // only.
-  const Tensor scaled = alpha == 1.0 ? other : mul(other, scalar_operand(other, alpha, "add_"));
+  // The overlap check sees other as given: scaled, it would be a fresh tensor that hides it.
+  const Tensor scaled =
+      alpha == 1.0 ? other : mul(input_safe_to_read(x, other, "add_"), scalar_operand(other, alpha, "add_"));
   binary_inplace(BinaryOp::Add, "add_", x, scaled);
   autograd::record_inplace("add_", x, {other}, [alpha, shape = other.sizes()](const Tensor& grad) {
     return autograd::grads(grad, sum_to(alpha == 1.0 ? grad : mul(grad, alpha), shape));
