@@ -109,15 +109,13 @@ Tensor Tensor::detach() const {
 
 uint64_t Tensor::version() const { return checked(impl_).storage->version(); }
 
-Tensor make_tensor(const Shape& shape, DType dtype, Device device) {
+Tensor make_tensor(const Shape& shape, DType dtype, Device device, std::string_view op) {
   // The byte count is computed with overflow checks: a wrapped product would allocate a small
   // buffer for a huge shape, and the first write would run past it.
-  int64_t bytes = static_cast<int64_t>(element_size(dtype));
-  for (int64_t size : shape) {
-    EMBER_CHECK(size >= 0, "tensor: negative size in shape {}", shape_str(shape));
-    EMBER_CHECK(!__builtin_mul_overflow(bytes, size, &bytes),
-                "tensor: shape {} of {} is too large: its size in bytes overflows int64", shape_str(shape), dtype);
-  }
+  check_shape(shape, op);
+  int64_t bytes = 0;
+  EMBER_CHECK(!__builtin_mul_overflow(numel_of(shape), static_cast<int64_t>(element_size(dtype)), &bytes),
+              "{}: shape {} of {} is too large: its size in bytes overflows int64", op, shape_str(shape), dtype);
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(bytes, device);
   impl->sizes = shape;

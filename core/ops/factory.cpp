@@ -107,14 +107,14 @@ uint64_t words_per_element(DType dtype, int normal) {
 }  // namespace
 
 Tensor empty(const Shape& shape, TensorOptions options) {
-  return finish(make_tensor(shape, options.dtype(), options.device()), options);
+  return finish(make_tensor(shape, options.dtype(), options.device(), "empty"), options);
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions options) {
   // Converting NaN, inf or an out-of-range value to int64 is undefined behaviour.
   EMBER_CHECK(options.dtype() != kInt64 || std::abs(value) < 0x1p63, "full: value {} cannot be stored in an int64 tensor",
               value);
-  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  Tensor out = make_tensor(shape, options.dtype(), options.device(), "full");
   kernels::fill[out.device()](out, value);
   return finish(out, options);
 }
@@ -140,14 +140,14 @@ DrawOn draw_on(const Tensor& out) { return out.device().is_cuda() ? DrawOn::kGPU
 }  // namespace
 
 Tensor rand(const Shape& shape, TensorOptions options) {
-  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  Tensor out = make_tensor(shape, options.dtype(), options.device(), "rand");
   const uint64_t words = out.numel() * words_per_element(out.dtype(), 0);
   kernels::uniform[out.device()](out, Generator::global().reserve((words + 3) / 4, draw_on(out)));
   return finish(out, options);
 }
 
 Tensor randn(const Shape& shape, TensorOptions options) {
-  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  Tensor out = make_tensor(shape, options.dtype(), options.device(), "randn");
   const uint64_t words = out.numel() * words_per_element(out.dtype(), 1);
   kernels::normal[out.device()](out, Generator::global().reserve((words + 3) / 4, draw_on(out)));
   return finish(out, options);
@@ -155,7 +155,7 @@ Tensor randn(const Shape& shape, TensorOptions options) {
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options) {
   EMBER_CHECK(high > low, "randint: high ({}) must be greater than low ({})", high, low);
-  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  Tensor out = make_tensor(shape, options.dtype(), options.device(), "randint");
   kernels::randint[out.device()](out, low, high - low,
                                   Generator::global().reserve((2 * out.numel() + 3) / 4, draw_on(out)));
   return finish(out, options);
@@ -173,6 +173,7 @@ Tensor scalar_tensor(double value, TensorOptions options) { return full({}, valu
 template <class T>
 Tensor tensor(const std::vector<T>& values, const Shape& shape, TensorOptions options) {
   using Stored = std::conditional_t<std::is_same_v<T, int>, int64_t, T>;
+  check_shape(shape, "tensor");
   const int64_t count = numel_of(shape);
   EMBER_CHECK(static_cast<int64_t>(values.size()) == count, "tensor: {} values do not fill shape {} ({} elements)",
               values.size(), shape_str(shape), count);
