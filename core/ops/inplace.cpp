@@ -8,6 +8,7 @@
 #include "core/memory_overlap.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/scalar_conversion.h"
 
 namespace ember {
 namespace {
@@ -64,10 +65,7 @@ Tensor& mul_(Tensor& x, double other) { return mul_(x, scalar_operand(x, other, 
 
 Tensor& fill_(Tensor& x, double value) {
   autograd::check_inplace("fill_", x, {});
-  if (x.dtype() == kInt64) {
-    EMBER_CHECK(value == std::floor(value) && std::abs(value) < 0x1p63,
-                "fill_: value {} is not an integer (in int64's range) but the tensor is int64", value);
-  }
+  check_storable(value, x.dtype(), "fill_");
   kernels::fill[x.device()](x, value);
   x.impl()->storage->bump_version();
   autograd::record_inplace("fill_", x, {}, [](const Tensor&) { return autograd::grads(Tensor()); });

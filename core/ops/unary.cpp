@@ -7,6 +7,7 @@
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
 #include "core/cpu/vector_math.h"
+#include "core/scalar_conversion.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 
@@ -277,6 +278,10 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   EMBER_CHECK(x.defined(), "clamp: tensor is undefined");
   EMBER_CHECK(x.dtype() != kBool, "clamp: not defined for bool tensors");
   EMBER_CHECK(!(min && max && *min > *max), "clamp: min {} is greater than max {}", *min, *max);
+  // The kernel converts the bounds to x's dtype: one it cannot hold would be undefined
+  // behaviour (int64) or a different bound (a finite one become inf).
+  if (min) check_storable(*min, x.dtype(), "clamp");
+  if (max) check_storable(*max, x.dtype(), "clamp");
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   kernels::clamp[x.device()](out, x, min, max);
   return autograd::record("clamp", out, {x}, [sx = autograd::save(x), min, max](const Tensor& grad) {
