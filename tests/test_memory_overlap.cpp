@@ -43,6 +43,9 @@ TEST_CASE("an input that partly overlaps the written-to tensor is refused") {
   CHECK_THROWS_WITH_ALL(x.mul_(x.select(0, 0)), "mul_", kPartial);
   CHECK_THROWS_WITH_ALL(x.copy_(x.t()), "copy_", kPartial);
   CHECK(values(x) == std::vector<double>{0, 1, 2, 3});
+  // A shape that does not broadcast is reported as such, with alpha too, before any overlap.
+  Tensor row = arange(3.0).reshape({1, 3});
+  CHECK_THROWS_WITH_ALL(row.add_(row.view({3, 1}), 2.0), "add_", "[3, 1] cannot be broadcast to the shape [1, 3]");
 
   Tensor storage = arange(6.0);
   Tensor front = storage.narrow(0, 0, 4);

@@ -79,7 +79,7 @@ TEST_CASE("clamp refuses bounds the tensor's dtype cannot hold") {
   CHECK_THROWS_WITH_ALL(clamp(i, 1e300, std::nullopt), "clamp", "1e+300", "int64");
   CHECK_THROWS_WITH_ALL(clamp(i, std::nullopt, -1e300), "clamp", "int64");
   CHECK_THROWS_WITH_ALL(clamp(i, 0.5, std::nullopt), "clamp", "0.5", "int64");
-  CHECK_THROWS_WITH_ALL(clamp(i, kNaN, std::nullopt), "clamp", "int64");
+  CHECK_THROWS_WITH_ALL(clamp(i, kNaN, std::nullopt), "clamp", "NaN");
   CHECK_THROWS_WITH_ALL(clamp(ones({2}), std::nullopt, 1e300), "clamp", "float32", "overflow");
   CHECK(clamp(i, -2.0, 2.0).to_vector<int64_t>() == std::vector<int64_t>{-2, 0, 2});
   CHECK(clamp(i, -0x1p63, std::nullopt).to_vector<int64_t>() == std::vector<int64_t>{-5, 0, 5});
@@ -91,4 +91,17 @@ TEST_CASE("masked_fill refuses a value the dtype overflows on") {
   CHECK_THROWS_WITH_ALL(masked_fill(zeros({2}), mask, 1e300), "masked_fill", "float32", "overflow");
   CHECK_THROWS_WITH_ALL(masked_fill(zeros({2}, kInt64), mask, 1e19), "masked_fill", "int64");
   CHECK(masked_fill(zeros({2}, kInt64), mask, 7.0).to_vector<int64_t>() == std::vector<int64_t>{7, 0});
+}
+
+TEST_CASE("clamp leaves infinities to its bounds and refuses a NaN bound") {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (const DType dtype : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
+    const Tensor x = tensor({-kInf, -1.0, 1.0, kInf}, {4}).to(dtype);
+    CHECK(clamp(x, std::nullopt, std::nullopt).to_vector<double>() == std::vector<double>{-kInf, -1, 1, kInf});
+    CHECK(clamp(x, 0.0, std::nullopt).to_vector<double>() == std::vector<double>{0, 0, 1, kInf});
+    CHECK(clamp(x, std::nullopt, 0.0).to_vector<double>() == std::vector<double>{-kInf, -1, 0, 0});
+    CHECK(clamp(x, -kInf, kInf).to_vector<double>() == std::vector<double>{-kInf, -1, 1, kInf});
+    CHECK_THROWS_WITH_ALL(clamp(x, kNaN, std::nullopt), "clamp", "NaN", "min nan");
+    CHECK_THROWS_WITH_ALL(clamp(x, 0.0, kNaN), "clamp", "NaN", "max nan");
+  }
 }

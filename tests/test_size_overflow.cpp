@@ -48,6 +48,11 @@ TEST_CASE("narrow and slice refuse ends past int64") {
   CHECK_THROWS_WITH_ALL(x.narrow(0, kMax, 1), "narrow", "[5]");
   CHECK(x.slice(0, 1, kMax).to_vector<double>() == std::vector<double>{1, 2, 3, 4});
   CHECK(x.slice(0, 1, std::nullopt, kMax).to_vector<double>() == std::vector<double>{1});
+  // A step past int64 over a dim of stride 3: one element, and no overflowing stride.
+  const Tensor grid = arange(6.0).reshape({2, 3});
+  const Tensor column = grid.slice(1, 0, std::nullopt, kMax);
+  CHECK(column.sizes() == Shape{2, 1});
+  CHECK(column.to_vector<double>() == std::vector<double>{0, 3});
 }
 
 TEST_CASE("cat refuses a concatenated size past int64") {

@@ -13,8 +13,8 @@
 namespace ember {
 namespace {
 
-// x = op(x, other) in place: other broadcasts to x's shape, never the other way.
-void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& other) {
+// The operands of x = op(x, other) in place: other broadcasts to x's shape, never the other way.
+void check_binary_inplace(const char* name, const Tensor& x, const Tensor& other) {
   EMBER_CHECK(x.defined() && other.defined(), "{}: tensor is undefined", name);
   EMBER_CHECK(x.dtype() == other.dtype(), "{}: dtype mismatch: {} and {} (convert with to() first)", name,
               x.dtype(), other.dtype());
@@ -23,6 +23,11 @@ void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& othe
   EMBER_CHECK(is_broadcastable_to(other.sizes(), x.sizes()),
               "{}: shape {} cannot be broadcast to the shape {} of the tensor written in place", name,
               shape_str(other.sizes()), shape_str(x.sizes()));
+}
+
+// x = op(x, other) in place.
+void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& other) {
+  check_binary_inplace(name, x, other);
   autograd::check_inplace(name, x, {other});
   check_no_internal_overlap(x, name);
   const Tensor readable = input_safe_to_read(x, other, name);
@@ -37,6 +42,7 @@ Tensor& add_(Tensor& x, const Tensor& other, double alpha) {
   // the tensor's dtype): the result rounds twice, the first time by a fraction of the update
   // only.
   // The overlap check sees other as given: scaled, it would be a fresh tensor that hides it.
+  if (alpha != 1.0) check_binary_inplace("add_", x, other);
   const Tensor scaled =
       alpha == 1.0 ? other : mul(input_safe_to_read(x, other, "add_"), scalar_operand(other, alpha, "add_"));
   binary_inplace(BinaryOp::Add, "add_", x, scaled);

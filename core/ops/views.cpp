@@ -225,7 +225,8 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
   const int64_t stop = std::max(begin, end ? clamp_index(*end) : size);
   Shape sizes = x.sizes(), strides = x.strides();
   sizes[dim] = (stop - begin) / step + ((stop - begin) % step != 0);  // a rounded-up division that cannot overflow
-  strides[dim] *= step;
+  // With one element or none the stride is never used, and a huge step could overflow it.
+  if (sizes[dim] > 1) strides[dim] *= step;
   Tensor out = make_view(x, sizes, strides, x.storage_offset() + begin * x.strides()[dim]);
   const Shape in_shape = x.sizes();
   const TensorOptions options = x.options();
