@@ -105,3 +105,15 @@ TEST_CASE("clamp leaves infinities to its bounds and refuses a NaN bound") {
     CHECK_THROWS_WITH_ALL(clamp(x, 0.0, kNaN), "clamp", "NaN", "max nan");
   }
 }
+
+TEST_CASE("arithmetic with a scalar converts it to the tensor's dtype, as PyTorch does") {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  CHECK(mul(ones({2}), 1e300).to_vector<double>() == std::vector<double>{kInf, kInf});
+  CHECK(add(ones({1}, kFloat16), 70000.0).to_vector<double>() == std::vector<double>{kInf});
+  CHECK(std::isnan(mul(zeros({1}), 1e300).item<double>()));
+  CHECK(mul(ones({1}, kFloat64), 1e300).item<double>() == 1e300);
+  Tensor x = ones({2});
+  x.mul_(1e300);
+  CHECK(x.to_vector<double>() == std::vector<double>{kInf, kInf});
+  CHECK_THROWS_WITH_ALL(add(tensor({1, 2}), 1e300), "add", "int64");
+}
