@@ -37,9 +37,11 @@ EMBER_HOST_DEVICE inline T normal_element(const PhiloxState& state, uint64_t i) 
 }
 // An integer in [low, low + range): element i uses words 2i and 2i+1 as one 64-bit number.
 template <class T>
-EMBER_HOST_DEVICE inline T randint_element(const PhiloxState& state, uint64_t i, int64_t low, int64_t range) {
+EMBER_HOST_DEVICE inline T randint_element(const PhiloxState& state, uint64_t i, int64_t low, uint64_t range) {
   const uint64_t bits = (static_cast<uint64_t>(random_word(state, 2 * i)) << 32) | random_word(state, 2 * i + 1);
-  return static_cast<T>(low + static_cast<int64_t>(bits % static_cast<uint64_t>(range)));
+  // The sum in unsigned arithmetic, which wraps, then back to int64: low + (bits % range) itself
+  // can pass INT64_MAX on the way when the range is wider than 2^63.
+  return static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + bits % range));
 }
 
 }  // namespace ember

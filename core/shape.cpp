@@ -23,6 +23,15 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+void check_shape(const Shape& shape, std::string_view op) {
+  int64_t extent = 1;
+  for (int64_t size : shape) {
+    EMBER_CHECK(size >= 0, "{}: negative size {} in shape {}", op, size, shape_str(shape));
+    EMBER_CHECK(!__builtin_mul_overflow(extent, std::max<int64_t>(size, 1), &extent),
+                "{}: shape {} is too large: its element count or strides overflow int64", op, shape_str(shape));
+  }
+}
+
 std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 int64_t wrap_dim(int64_t dim, int64_t rank, std::string_view op) {

@@ -11,8 +11,15 @@ namespace ember {
 
 using Shape = std::vector<int64_t>;
 
+// The element count of a shape that check_shape accepted (every tensor's shape is one).
 int64_t numel_of(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);
+
+// Throws, naming `op` and the shape, when a size is negative or when the product of the sizes,
+// each counted as at least 1, overflows int64: that product bounds the element count and every
+// contiguous stride, so an empty dim does not hide an overflowing one ([0, 2^62, 4] has a
+// first stride of 2^64). Every shape a tensor is made with passes through it.
+void check_shape(const Shape& shape, std::string_view op);
 
 // "[2, 3]"
 std::string shape_str(const Shape& shape);

@@ -1,6 +1,11 @@
 // Tensor's accessors, autograd entry points and the two constructors ops build results with.
 #include "core/tensor.h"
 
+#include <cmath>
+#include <limits>
+#include <string_view>
+#include <type_traits>
+
 #include "core/autograd/record.h"
 #include "core/ops/copy.h"
 
@@ -41,12 +46,57 @@ void* Tensor::raw_data() const {
   return static_cast<char*>(impl.storage->data()) + impl.offset * static_cast<int64_t>(element_size(impl.dtype));
 }
 
+namespace {
+
+// The names item's errors give the C++ types it converts to.
+template <class T>
+constexpr std::string_view type_name() {
+  if constexpr (std::is_same_v<T, float>) return "float";
+  else if constexpr (std::is_same_v<T, double>) return "double";
+  else if constexpr (std::is_same_v<T, int64_t>) return "int64";
+  else if constexpr (std::is_same_v<T, int>) return "int";
+  else return "bool";
+}
+
+// value as a T, refused as libtorch's item<T> refuses it: NaN, inf or a value out of range
+// into an integer, a finite value beyond float's range into float.
+template <class T, class U>
+T checked_item(U stored) {
+  using Value = compute_type<U>;
+  const auto value = static_cast<Value>(stored);
+  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, double>) {
+    return static_cast<T>(value);
+  } else if constexpr (std::is_same_v<T, float>) {
+    const auto wide = static_cast<double>(value);
+    const bool fits = !std::isfinite(wide) || std::abs(wide) <= std::numeric_limits<float>::max();
+    EMBER_CHECK(fits, "item: value {} cannot be converted to float without overflow", value);
+    return static_cast<T>(value);
+  } else {
+    // T is an integer: compare in U's own type where it is an integer (no rounding), in double
+    // otherwise, against [min, max + 1), both powers of two and exact in double.
+    constexpr double low = static_cast<double>(std::numeric_limits<T>::min());
+    constexpr double high = -low;
+    bool fits;
+    if constexpr (std::is_same_v<Value, bool>) {
+      fits = true;
+    } else if constexpr (std::is_integral_v<Value>) {
+      fits = value >= std::numeric_limits<T>::min() && value <= std::numeric_limits<T>::max();
+    } else {
+      fits = static_cast<double>(value) >= low && static_cast<double>(value) < high;  // false for NaN
+    }
+    EMBER_CHECK(fits, "item: value {} cannot be converted to {} without overflow", value, type_name<T>());
+    return static_cast<T>(value);
+  }
+}
+
+}  // namespace
+
 template <class T>
 T Tensor::item() const {
   EMBER_CHECK(numel() == 1, "item: only a one-element tensor can be converted to a number; got shape {}",
               shape_str(sizes()));
   const Tensor host = is_cpu() ? *this : to(kCPU);
-  return visit_any_dtype(dtype(), [&]<class U>() { return static_cast<T>(*host.data_ptr<U>()); });
+  return visit_any_dtype(dtype(), [&]<class U>() { return checked_item<T>(*host.data_ptr<U>()); });
 }
 
 template <class T>
@@ -109,15 +159,13 @@ Tensor Tensor::detach() const {
 
 uint64_t Tensor::version() const { return checked(impl_).storage->version(); }
 
-Tensor make_tensor(const Shape& shape, DType dtype, Device device) {
+Tensor make_tensor(const Shape& shape, DType dtype, Device device, std::string_view op) {
   // The byte count is computed with overflow checks: a wrapped product would allocate a small
   // buffer for a huge shape, and the first write would run past it.
-  int64_t bytes = static_cast<int64_t>(element_size(dtype));
-  for (int64_t size : shape) {
-    EMBER_CHECK(size >= 0, "tensor: negative size in shape {}", shape_str(shape));
-    EMBER_CHECK(!__builtin_mul_overflow(bytes, size, &bytes),
-                "tensor: shape {} of {} is too large: its size in bytes overflows int64", shape_str(shape), dtype);
-  }
+  check_shape(shape, op);
+  int64_t bytes = 0;
+  EMBER_CHECK(!__builtin_mul_overflow(numel_of(shape), static_cast<int64_t>(element_size(dtype)), &bytes),
+              "{}: shape {} of {} is too large: its size in bytes overflows int64", op, shape_str(shape), dtype);
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(bytes, device);
   impl->sizes = shape;

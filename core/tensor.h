@@ -174,8 +174,9 @@ struct TensorImpl {
 };
 
 // A new tensor of `shape` with fresh, uninitialised storage. The building block of factories
-// and op outputs.
-Tensor make_tensor(const Shape& shape, DType dtype, Device device);
+// and op outputs. A shape check_shape refuses, or whose byte size overflows, throws naming `op`
+// (a factory's name; an op's output shape follows from valid inputs and rarely fails here).
+Tensor make_tensor(const Shape& shape, DType dtype, Device device, std::string_view op = "tensor");
 // A tensor viewing `base`'s storage with the given geometry (no autograd).
 Tensor make_view(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset);
 

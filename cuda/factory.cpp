@@ -32,7 +32,7 @@ void normal_cuda(const Tensor& out, PhiloxState state) {
                      [&]<class T>() { launch_normal<device_element_t<T>>(device_data<T>(out), out.numel(), state); });
 }
 
-void randint_cuda(const Tensor& out, int64_t low, int64_t range, PhiloxState state) {
+void randint_cuda(const Tensor& out, int64_t low, uint64_t range, PhiloxState state) {
   visit_any_numeric(out.dtype(), "randint", [&]<class T>() {
     launch_randint<device_element_t<T>>(device_data<T>(out), out.numel(), low, range, state);
   });

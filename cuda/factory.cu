@@ -51,7 +51,7 @@ __global__ void normal_kernel(T* out, int64_t n, PhiloxState draw) {
 }
 
 template <class T>
-__global__ void randint_kernel(T* out, int64_t n, int64_t low, int64_t range, PhiloxState draw) {
+__global__ void randint_kernel(T* out, int64_t n, int64_t low, uint64_t range, PhiloxState draw) {
   const PhiloxState state = resolve(draw);
   EMBER_GRID_STRIDE_LOOP(i, n) {
     if constexpr (is_16_bit_element<T>) {
@@ -93,7 +93,7 @@ void launch_normal(T* out, int64_t n, PhiloxState state) {
 }
 
 template <class T>
-void launch_randint(T* out, int64_t n, int64_t low, int64_t range, PhiloxState state) {
+void launch_randint(T* out, int64_t n, int64_t low, uint64_t range, PhiloxState state) {
   if (n == 0) return;
   randint_kernel<<<blocks_for(n), kThreadsPerBlock, 0, current_stream()>>>(out, n, low, range, state);
   check_launch("randint");
@@ -104,7 +104,7 @@ void launch_randint(T* out, int64_t n, int64_t low, int64_t range, PhiloxState s
   template void launch_arange<T>(T*, int64_t, double, double);                         \
   template void launch_uniform<T>(T*, int64_t, PhiloxState);                           \
   template void launch_normal<T>(T*, int64_t, PhiloxState);                            \
-  template void launch_randint<T>(T*, int64_t, int64_t, int64_t, PhiloxState);
+  template void launch_randint<T>(T*, int64_t, int64_t, uint64_t, PhiloxState);
 EMBER_INSTANTIATE_FLOATING(float)
 EMBER_INSTANTIATE_FLOATING(double)
 EMBER_INSTANTIATE_FLOATING(__nv_bfloat16)
@@ -113,6 +113,6 @@ EMBER_INSTANTIATE_FLOATING(__half)
 template void launch_fill<int64_t>(const StridedLayout<1>&, int64_t, int64_t*, double);
 template void launch_fill<bool>(const StridedLayout<1>&, int64_t, bool*, double);
 template void launch_arange<int64_t>(int64_t*, int64_t, double, double);
-template void launch_randint<int64_t>(int64_t*, int64_t, int64_t, int64_t, PhiloxState);
+template void launch_randint<int64_t>(int64_t*, int64_t, int64_t, uint64_t, PhiloxState);
 
 }  // namespace ember::cuda

@@ -27,6 +27,6 @@ void launch_uniform(T* out, int64_t n, PhiloxState state);
 template <class T>
 void launch_normal(T* out, int64_t n, PhiloxState state);
 template <class T>
-void launch_randint(T* out, int64_t n, int64_t low, int64_t range, PhiloxState state);
+void launch_randint(T* out, int64_t n, int64_t low, uint64_t range, PhiloxState state);
 
 }  // namespace ember::cuda

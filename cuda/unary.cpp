@@ -4,6 +4,7 @@
 // predicates on every dtype.
 #include <limits>
 
+#include "core/ops/clamp_bounds.h"
 #include "core/ops/unary.h"
 #include "cuda/device_elements.h"
 #include "cuda/tensor_layout.h"
@@ -38,8 +39,8 @@ void clamp_cuda(const Tensor& out, const Tensor& x, std::optional<double> min, s
   visit_any_numeric(x.dtype(), "clamp", [&]<class T>() {
     // The bounds in the compute type: a 16-bit x is compared in float, and its result rounded.
     using C = compute_type<T>;
-    const C low = min ? static_cast<C>(*min) : std::numeric_limits<C>::lowest();
-    const C high = max ? static_cast<C>(*max) : std::numeric_limits<C>::max();
+    const C low = min ? static_cast<C>(*min) : absent_lower_bound<C>();
+    const C high = max ? static_cast<C>(*max) : absent_upper_bound<C>();
     launch_clamp<device_element_t<T>>(layout, out.numel(), device_data<T>(out), device_data<T>(x), low, high);
   });
 }

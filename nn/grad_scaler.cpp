@@ -9,6 +9,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
+#include "core/memory_overlap.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/grad_unscale.h"
@@ -80,6 +81,7 @@ void GradScaler::unscale_(Optimizer& optimizer) {
         auto same_device = [&](const auto& entry) { return entry.first == grad.device(); };
         auto entry = std::find_if(by_device.begin(), by_device.end(), same_device);
         if (entry == by_device.end()) entry = by_device.insert(by_device.end(), {grad.device(), {}});
+        check_no_internal_overlap(grad, "GradScaler.unscale_");
         entry->second.push_back(grad);
       }
       ++index;
@@ -150,11 +152,15 @@ void GradScaler::load_state_dict(const StateDict& state) {
   options.backoff_factor = entry(state, "backoff_factor", kFloat64).item<double>();
   options.growth_interval = entry(state, "growth_interval", kInt64).item<int64_t>();
   const int64_t growth_tracker = entry(state, "growth_tracker", kInt64).item<int64_t>();
-  try {
-    check_options(options);
-  } catch (const Error& error) {
-    fail("GradScaler.load_state_dict: {}", error.what());
-  }
+  // check_options's checks, worded with the state dict's keys.
+  EMBER_CHECK(std::isfinite(options.init_scale) && options.init_scale > 0,
+              "GradScaler.load_state_dict: 'scale' must be positive and finite, got {}", options.init_scale);
+  EMBER_CHECK(options.growth_factor > 1 && std::isfinite(options.growth_factor),
+              "GradScaler.load_state_dict: 'growth_factor' must be > 1 and finite, got {}", options.growth_factor);
+  EMBER_CHECK(options.backoff_factor > 0 && options.backoff_factor < 1,
+              "GradScaler.load_state_dict: 'backoff_factor' must be in (0, 1), got {}", options.backoff_factor);
+  EMBER_CHECK(options.growth_interval >= 1, "GradScaler.load_state_dict: 'growth_interval' must be >= 1, got {}",
+              options.growth_interval);
   EMBER_CHECK(growth_tracker >= 0 && growth_tracker < options.growth_interval,
               "GradScaler.load_state_dict: growth_tracker {} is not in [0, growth_interval {})", growth_tracker,
               options.growth_interval);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "core/ops/factory.h"
@@ -97,7 +98,10 @@ void Scheduler::load_state_dict(const StateDict& state) {
   EMBER_CHECK(it->second.defined() && it->second.numel() == 1 && it->second.dtype() == kInt64,
               "Scheduler.load_state_dict: 'step' must be one int64 value");
   const int64_t step = it->second.item<int64_t>();
-  EMBER_CHECK(step >= 0, "Scheduler.load_state_dict: 'step' must be >= 0, got {}", step);
+  // Below INT64_MAX as well: the next step() counts one more.
+  EMBER_CHECK(step >= 0 && step < std::numeric_limits<int64_t>::max(),
+              "Scheduler.load_state_dict: 'step' must be >= 0 and below {}, got {}", std::numeric_limits<int64_t>::max(),
+              step);
   step_ = step;
   apply();
 }

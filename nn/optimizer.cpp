@@ -2,13 +2,17 @@
 #include "nn/optimizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/autograd/grad_mode.h"
 #include "core/capture_rollback.h"
 #include "core/cuda_graph.h"
+#include "core/memory_overlap.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
+#include "core/ops/reduce.h"
+#include "core/ops/unary.h"
 
 namespace ember::nn {
 
@@ -118,7 +122,31 @@ void Optimizer::check_can_create_state(size_t group_index, size_t param, const c
               type_name_, param, group_index, what);
 }
 
+void Optimizer::check_parameters_writable() const {
+  const std::string op = type_name_ + ".step";
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    for (size_t i = 0; i < groups_[g].params.size(); ++i) {
+      const Tensor& param = groups_[g].params[i];
+      if (!param.grad().defined()) continue;
+      check_no_internal_overlap(param, op);
+      // The fused kernels read the gradient where they write the parameter: it may be the
+      // parameter itself, but no other view of its memory (a copy would not be read in a replay).
+      const MemoryOverlap overlap = memory_overlap(param, param.grad());
+      if (overlap == MemoryOverlap::kNone || overlap == MemoryOverlap::kSame) continue;
+      fail("{}: {}: the gradient of parameter {} of group {} (shape {}, strides {}) is a view of the parameter's own "
+           "memory (shape {}, strides {}); give it a gradient of its own (clone())",
+           op,
+           overlap == MemoryOverlap::kPartial
+               ? "some elements of the input tensor and the written-to tensor refer to a single memory location"
+               : "the gradient may share elements with the parameter it updates",
+           i, g, shape_str(param.grad().sizes()), shape_str(param.grad().strides()), shape_str(param.sizes()),
+           shape_str(param.strides()));
+    }
+  }
+}
+
 void Optimizer::step() {
+  check_parameters_writable();
   if (cuda::is_capturing_graph() && !captured_) {
     captured_ = true;
     cuda::on_capture_failure([this] { captured_ = false; });  // no graph holds this optimizer then
@@ -222,6 +250,18 @@ int64_t parse_index(const std::string& text) {
   return value;
 }
 
+// Throws, naming the key, when a loaded state tensor holds values no step could have written:
+// inf or NaN anywhere (checked after the conversion to the parameter's dtype, which can make
+// them), a negative second moment (its square root divides each update).
+void check_state_values(const Tensor& value, const std::string& op, const std::string& key, const std::string& name) {
+  if (value.numel() == 0) return;
+  EMBER_CHECK(all(isfinite(value)).item<bool>(), "{}: '{}' must be finite, but holds inf or NaN", op, key);
+  if (name == "exp_avg_sq") {
+    const double smallest = min(value).item<double>();
+    EMBER_CHECK(smallest >= 0, "{}: '{}' is a mean of squares but holds a negative value ({})", op, key, smallest);
+  }
+}
+
 }  // namespace
 
 void Optimizer::load_state_dict(const StateDict& state) {
@@ -260,7 +300,11 @@ void Optimizer::load_state_dict(const StateDict& state) {
       EMBER_CHECK(it->second.defined() && it->second.numel() == 1, "{}: '{}{}' must hold one value, got shape {}",
                   op, prefix, name, it->second.defined() ? shape_str(it->second.sizes()) : "undefined");
       const double value = it->second.item<double>();
-      check_option(g, name, value);
+      try {
+        check_option(g, name, value);
+      } catch (const Error& error) {
+        fail("{}: '{}{}': {}", op, prefix, name, error.what());
+      }
       new_options[g][name] = value;
     }
   }
@@ -292,13 +336,20 @@ void Optimizer::load_state_dict(const StateDict& state) {
     if (name == "step") {
       EMBER_CHECK(value.numel() == 1, "{}: '{}' must hold one value, got shape {}", op, key,
                   shape_str(value.sizes()));
-      new_state[index][name] = scalar_tensor(value.item<double>(), TensorOptions(kFloat64).device(param.device()));
+      // Bias corrections raise betas to this power: a negative, fractional or NaN count gives
+      // NaN or inf in every parameter at the next step.
+      const double step = value.item<double>();
+      EMBER_CHECK(std::isfinite(step) && step >= 0 && step == std::floor(step),
+                  "{}: '{}' must be a step count (a whole number >= 0), got {}", op, key, step);
+      new_state[index][name] = scalar_tensor(step, TensorOptions(kFloat64).device(param.device()));
     } else {
       EMBER_CHECK(value.sizes() == param.sizes(), "{}: '{}' has shape {} but parameter {} has shape {}", op, key,
                   shape_str(value.sizes()), index, shape_str(param.sizes()));
       EMBER_CHECK(is_floating_point(value.dtype()), "{}: '{}' must be floating point, got {}", op, key,
                   value.dtype());
-      new_state[index][name] = value.detach().to(param.dtype()).to(param.device()).clone();
+      Tensor loaded = value.detach().to(param.dtype()).to(param.device()).clone();
+      check_state_values(loaded, op, key, name);
+      new_state[index][name] = std::move(loaded);
     }
   }
 

@@ -122,6 +122,9 @@ class Optimizer {
   void refresh_lr_tensors(size_t group);
   // Throws once a step was captured: `op` would replace state tensors the graph writes.
   void check_state_not_captured(const char* op) const;
+  // Throws, naming the parameter, when a step would write through memory its elements share
+  // (an expanded view) or read a gradient that partly overlaps the parameter it updates.
+  void check_parameters_writable() const;
 
   std::string type_name_;
   std::vector<ParamGroup> groups_;

@@ -23,9 +23,12 @@ void check_positions_input(const std::string& module, const Tensor& x, int64_t o
     EMBER_CHECK(x.size(1) <= max_len, "{}: sequence length {} exceeds max_len {} (input {})", module, x.size(1),
                 max_len, shape_str(x.sizes()));
   } else {
-    EMBER_CHECK(offset + x.size(1) <= max_len,
-                "{}: positions {} to {} (offset {}, sequence length {}) exceed max_len {} (input {})", module, offset,
-                offset + x.size(1) - 1, offset, x.size(1), max_len, shape_str(x.sizes()));
+    // Compared without a sum that could overflow: the offset may be anything up to INT64_MAX.
+    if (x.size(1) <= max_len && offset <= max_len - x.size(1)) return;
+    int64_t last = 0;
+    const bool last_fits = !__builtin_add_overflow(offset, x.size(1) - 1, &last);
+    fail("{}: positions {} to {} (offset {}, sequence length {}) exceed max_len {} (input {})", module, offset,
+         last_fits ? std::to_string(last) : "past int64", offset, x.size(1), max_len, shape_str(x.sizes()));
   }
 }
 

@@ -311,7 +311,9 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
 }
 
 StateDict load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
-  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO to read would otherwise wait for a writer before the check of
+  // the file's kind below could refuse it. (It changes nothing for the regular file read after.)
+  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (file.get() < 0) fail("load_safetensors: cannot open '{}': {}", path, os_error(errno));
   struct stat status {};
   if (::fstat(file.get(), &status) != 0) fail("load_safetensors: cannot stat '{}': {}", path, os_error(errno));

@@ -146,7 +146,7 @@ TEST_CASE("GradScaler: the state dict resumes the scale and the growth count") {
   CHECK_THROWS_WITH_ALL(resumed.load_state_dict(wrong), "GradScaler.load_state_dict", "'scale' must be one float64");
   wrong = state;
   wrong["scale"] = scalar_tensor(-1.0, kFloat64);
-  CHECK_THROWS_WITH_ALL(resumed.load_state_dict(wrong), "GradScaler.load_state_dict", "init_scale must be positive");
+  CHECK_THROWS_WITH_ALL(resumed.load_state_dict(wrong), "GradScaler.load_state_dict", "'scale' must be positive");
   wrong = state;
   wrong["growth_tracker"] = scalar_tensor(3.0, kInt64);
   CHECK_THROWS_WITH_ALL(resumed.load_state_dict(wrong), "growth_tracker 3 is not in [0, growth_interval 3)");

@@ -7,6 +7,7 @@
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
 #include "core/dispatch.h"
+#include "core/memory_overlap.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/inplace.h"
 
@@ -86,7 +87,9 @@ Tensor& copy_(Tensor& dst, const Tensor& src) {
               "copy_: source of shape {} cannot be broadcast to destination of shape {}", shape_str(src.sizes()),
               shape_str(dst.sizes()));
   autograd::check_inplace("copy_", dst, {src});
-  kernels::copy[kernel_device(dst, src)](dst, src);
+  check_no_internal_overlap(dst, "copy_");
+  const Tensor readable = input_safe_to_read(dst, src, "copy_");
+  kernels::copy[kernel_device(dst, src)](dst, readable);
   dst.impl()->storage->bump_version();
   const Shape src_shape = src.sizes();
   autograd::record_inplace("copy_", dst, {src}, [src_shape](const Tensor& grad) {

@@ -157,7 +157,12 @@ Tensor scalar_operand(const Tensor& tensor, double value, std::string_view op) {
     EMBER_CHECK(value == std::floor(value) && std::abs(value) < 0x1p63,
                 "{}: scalar {} is not an integer (in int64's range) but the tensor is int64", op, value);
   }
-  return scalar_tensor(value, tensor.options());
+  // Converted as PyTorch converts a scalar operand: a value beyond a floating dtype's range
+  // becomes inf (mul(x, 1e300) of a float32 x is inf), where full, which stores the value as
+  // given, refuses it.
+  Tensor scalar = make_tensor({}, tensor.dtype(), tensor.device());
+  kernels::fill[scalar.device()](scalar, value);
+  return scalar;
 }
 
 Tensor sum_to(const Tensor& gradient, const Shape& shape) {
@@ -273,7 +278,7 @@ Tensor pow(const Tensor& base, double exponent) {
     NoGradGuard no_grad;
     out = mul(base, base);  // exact, and faster than std::pow
   } else {
-    out = binary_forward(BinaryOp::Pow, base, scalar_tensor(exponent, base.options()));
+    out = binary_forward(BinaryOp::Pow, base, scalar_operand(base, exponent, "pow"));
   }
   return autograd::record("pow", out, {base}, [sa = autograd::save(base), exponent](const Tensor& grad) {
     const Tensor& a = sa.get();

@@ -8,6 +8,7 @@
 #include "core/ops/copy.h"
 #include "core/random.h"
 #include "core/random_elements.h"
+#include "core/scalar_conversion.h"
 
 namespace ember {
 namespace kernels {
@@ -15,7 +16,7 @@ constinit KernelTable<void(const Tensor& out, double value)> fill{"fill"};
 constinit KernelTable<void(const Tensor& out, double start, double step)> arange{"arange"};
 constinit KernelTable<void(const Tensor& out, PhiloxState state)> uniform{"rand"};
 constinit KernelTable<void(const Tensor& out, PhiloxState state)> normal{"randn"};
-constinit KernelTable<void(const Tensor& out, int64_t low, int64_t range, PhiloxState state)> randint{"randint"};
+constinit KernelTable<void(const Tensor& out, int64_t low, uint64_t range, PhiloxState state)> randint{"randint"};
 }  // namespace kernels
 
 namespace {
@@ -77,7 +78,7 @@ void normal_cpu(const Tensor& out, PhiloxState state) {
   });
 }
 
-void randint_cpu(const Tensor& out, int64_t low, int64_t range, PhiloxState state) {
+void randint_cpu(const Tensor& out, int64_t low, uint64_t range, PhiloxState state) {
   visit_any_numeric(out.dtype(), "randint", [&]<class T>() {
     T* data = out.data_ptr<T>();
     parallel_for(out.numel(), 20, [&](int64_t begin, int64_t end) {
@@ -107,14 +108,14 @@ uint64_t words_per_element(DType dtype, int normal) {
 }  // namespace
 
 Tensor empty(const Shape& shape, TensorOptions options) {
-  return finish(make_tensor(shape, options.dtype(), options.device()), options);
+  return finish(make_tensor(shape, options.dtype(), options.device(), "empty"), options);
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions options) {
-  // Converting NaN, inf or an out-of-range value to int64 is undefined behaviour.
-  EMBER_CHECK(options.dtype() != kInt64 || std::abs(value) < 0x1p63, "full: value {} cannot be stored in an int64 tensor",
-              value);
-  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  // Converting NaN, inf or an out-of-range value to int64 is undefined behaviour, and a finite
+  // value beyond a floating type's range would be stored as inf.
+  check_fits(value, options.dtype(), "full");
+  Tensor out = make_tensor(shape, options.dtype(), options.device(), "full");
   kernels::fill[out.device()](out, value);
   return finish(out, options);
 }
@@ -128,8 +129,17 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   EMBER_CHECK(step != 0.0, "arange: step must be nonzero");
   EMBER_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start and end must be finite");
   EMBER_CHECK((end - start) / step >= 0, "arange: step {} does not lead from {} to {}", step, start, end);
-  const auto count = static_cast<int64_t>(std::ceil((end - start) / step));
-  Tensor out = make_tensor({count}, options.dtype(), options.device());
+  const double exact_count = std::ceil((end - start) / step);
+  EMBER_CHECK(exact_count < 0x1p63, "arange: [{}, {}) in steps of {} has {} elements, more than int64 can count", start,
+              end, step, exact_count);
+  const auto count = static_cast<int64_t>(exact_count);
+  if (count > 0) {
+    // The values stored are start and start + i * step up to the last: each must fit the dtype
+    // (for int64 the conversion of one that does not is undefined behaviour).
+    check_fits(start, options.dtype(), "arange");
+    check_fits(std::fma(static_cast<double>(count - 1), step, start), options.dtype(), "arange");
+  }
+  Tensor out = make_tensor({count}, options.dtype(), options.device(), "arange");
   kernels::arange[out.device()](out, start, step);
   return finish(out, options);
 }
@@ -140,14 +150,14 @@ DrawOn draw_on(const Tensor& out) { return out.device().is_cuda() ? DrawOn::kGPU
 }  // namespace
 
 Tensor rand(const Shape& shape, TensorOptions options) {
-  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  Tensor out = make_tensor(shape, options.dtype(), options.device(), "rand");
   const uint64_t words = out.numel() * words_per_element(out.dtype(), 0);
   kernels::uniform[out.device()](out, Generator::global().reserve((words + 3) / 4, draw_on(out)));
   return finish(out, options);
 }
 
 Tensor randn(const Shape& shape, TensorOptions options) {
-  Tensor out = make_tensor(shape, options.dtype(), options.device());
+  Tensor out = make_tensor(shape, options.dtype(), options.device(), "randn");
   const uint64_t words = out.numel() * words_per_element(out.dtype(), 1);
   kernels::normal[out.device()](out, Generator::global().reserve((words + 3) / 4, draw_on(out)));
   return finish(out, options);
@@ -155,9 +165,10 @@ Tensor randn(const Shape& shape, TensorOptions options) {
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options) {
   EMBER_CHECK(high > low, "randint: high ({}) must be greater than low ({})", high, low);
-  Tensor out = make_tensor(shape, options.dtype(), options.device());
-  kernels::randint[out.device()](out, low, high - low,
-                                  Generator::global().reserve((2 * out.numel() + 3) / 4, draw_on(out)));
+  Tensor out = make_tensor(shape, options.dtype(), options.device(), "randint");
+  // high - low as an unsigned count: the whole int64 range has 2^64 - 1 values.
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  kernels::randint[out.device()](out, low, range, Generator::global().reserve((2 * out.numel() + 3) / 4, draw_on(out)));
   return finish(out, options);
 }
 
@@ -173,6 +184,7 @@ Tensor scalar_tensor(double value, TensorOptions options) { return full({}, valu
 template <class T>
 Tensor tensor(const std::vector<T>& values, const Shape& shape, TensorOptions options) {
   using Stored = std::conditional_t<std::is_same_v<T, int>, int64_t, T>;
+  check_shape(shape, "tensor");
   const int64_t count = numel_of(shape);
   EMBER_CHECK(static_cast<int64_t>(values.size()) == count, "tensor: {} values do not fill shape {} ({} elements)",
               values.size(), shape_str(shape), count);

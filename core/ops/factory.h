@@ -18,7 +18,7 @@ extern KernelTable<void(const Tensor& out, double start, double step)> arange;
 // element-to-word mapping is documented in factory.cpp and must match on every device.
 extern KernelTable<void(const Tensor& out, PhiloxState state)> uniform;
 extern KernelTable<void(const Tensor& out, PhiloxState state)> normal;
-extern KernelTable<void(const Tensor& out, int64_t low, int64_t range, PhiloxState state)> randint;
+extern KernelTable<void(const Tensor& out, int64_t low, uint64_t range, PhiloxState state)> randint;
 }  // namespace kernels
 
 Tensor empty(const Shape& shape, TensorOptions options = {});

@@ -13,6 +13,7 @@
 #include "core/ops/index_check.h"
 #include "core/ops/views.h"
 #include "core/parallel.h"
+#include "core/scalar_conversion.h"
 
 namespace ember {
 namespace kernels {
@@ -330,6 +331,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   EMBER_CHECK(is_broadcastable_to(mask.sizes(), x.sizes()),
               "masked_fill: mask of shape {} cannot be broadcast to the input's shape {}", shape_str(mask.sizes()),
               shape_str(x.sizes()));
+  check_storable(value, x.dtype(), "masked_fill");
   const Tensor fill = scalar_operand(x, value, "masked_fill");
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   kernels::where.get(x.device(), "masked_fill")(out, mask, fill, x);

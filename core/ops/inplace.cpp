@@ -5,14 +5,16 @@
 #include <cmath>
 
 #include "core/autograd/record.h"
+#include "core/memory_overlap.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/scalar_conversion.h"
 
 namespace ember {
 namespace {
 
-// x = op(x, other) in place: other broadcasts to x's shape, never the other way.
-void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& other) {
+// The operands of x = op(x, other) in place: other broadcasts to x's shape, never the other way.
+void check_binary_inplace(const char* name, const Tensor& x, const Tensor& other) {
   EMBER_CHECK(x.defined() && other.defined(), "{}: tensor is undefined", name);
   EMBER_CHECK(x.dtype() == other.dtype(), "{}: dtype mismatch: {} and {} (convert with to() first)", name,
               x.dtype(), other.dtype());
@@ -21,8 +23,15 @@ void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& othe
   EMBER_CHECK(is_broadcastable_to(other.sizes(), x.sizes()),
               "{}: shape {} cannot be broadcast to the shape {} of the tensor written in place", name,
               shape_str(other.sizes()), shape_str(x.sizes()));
+}
+
+// x = op(x, other) in place.
+void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& other) {
+  check_binary_inplace(name, x, other);
   autograd::check_inplace(name, x, {other});
-  kernels::binary.get(x.device(), name)(op, x, x, other);
+  check_no_internal_overlap(x, name);
+  const Tensor readable = input_safe_to_read(x, other, name);
+  kernels::binary.get(x.device(), name)(op, x, x, readable);
   x.impl()->storage->bump_version();
 }
 
@@ -32,7 +41,10 @@ Tensor& add_(Tensor& x, const Tensor& other, double alpha) {
   // A 16-bit other * alpha is rounded before the add, and alpha with it (a scalar operand takes
   // the tensor's dtype): the result rounds twice, the first time by a fraction of the update
   // only.
-  const Tensor scaled = alpha == 1.0 ? other : mul(other, scalar_operand(other, alpha, "add_"));
+  // The overlap check sees other as given: scaled, it would be a fresh tensor that hides it.
+  if (alpha != 1.0) check_binary_inplace("add_", x, other);
+  const Tensor scaled =
+      alpha == 1.0 ? other : mul(input_safe_to_read(x, other, "add_"), scalar_operand(other, alpha, "add_"));
   binary_inplace(BinaryOp::Add, "add_", x, scaled);
   autograd::record_inplace("add_", x, {other}, [alpha, shape = other.sizes()](const Tensor& grad) {
     return autograd::grads(grad, sum_to(alpha == 1.0 ? grad : mul(grad, alpha), shape));
@@ -59,10 +71,7 @@ Tensor& mul_(Tensor& x, double other) { return mul_(x, scalar_operand(x, other, 
 
 Tensor& fill_(Tensor& x, double value) {
   autograd::check_inplace("fill_", x, {});
-  if (x.dtype() == kInt64) {
-    EMBER_CHECK(value == std::floor(value) && std::abs(value) < 0x1p63,
-                "fill_: value {} is not an integer (in int64's range) but the tensor is int64", value);
-  }
+  check_storable(value, x.dtype(), "fill_");
   kernels::fill[x.device()](x, value);
   x.impl()->storage->bump_version();
   autograd::record_inplace("fill_", x, {}, [](const Tensor&) { return autograd::grads(Tensor()); });

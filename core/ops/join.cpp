@@ -32,7 +32,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
                   "(dim {}: {} != {})",
                   shape_str(first.sizes()), i, shape_str(t.sizes()), dim, d, first.sizes()[d], t.sizes()[d]);
     }
-    out_shape[dim] += t.sizes()[dim];
+    EMBER_CHECK(!__builtin_add_overflow(out_shape[dim], t.sizes()[dim], &out_shape[dim]),
+                "cat: the sizes of dim {} overflow int64 when tensor {} (shape {}) is added", dim, i, shape_str(t.sizes()));
   }
 
   Tensor out = make_tensor(out_shape, first.dtype(), first.device());

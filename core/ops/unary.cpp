@@ -7,8 +7,10 @@
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
 #include "core/cpu/vector_math.h"
+#include "core/ops/clamp_bounds.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/scalar_conversion.h"
 
 namespace ember {
 namespace kernels {
@@ -130,11 +132,11 @@ EMBER_REGISTER_KERNEL(kernels::unary, DeviceType::CPU, unary_cpu);
 void clamp_cpu(const Tensor& out, const Tensor& x, std::optional<double> min, std::optional<double> max) {
   visit_any_numeric(x.dtype(), "clamp", [&]<class T>() {
     // A 16-bit tensor is compared with the bounds in float: a bound between two 16-bit values
-    // gives the same result as its rounded value would, and an absent one (float's lowest or
-    // largest) rounds to infinity on store only where x already is infinite.
+    // gives the same result as its rounded value would. An absent bound is infinite, so that it
+    // leaves infinities as they are (float's largest would turn inf into 3.4e38).
     using C = compute_type<T>;
-    const C lo = min ? static_cast<C>(*min) : std::numeric_limits<C>::lowest();
-    const C hi = max ? static_cast<C>(*max) : std::numeric_limits<C>::max();
+    const C lo = min ? static_cast<C>(*min) : absent_lower_bound<C>();
+    const C hi = max ? static_cast<C>(*max) : absent_upper_bound<C>();
     cpu::for_each_element<T, T>(out, {x}, [lo, hi](C v) { return v < lo ? lo : (v > hi ? hi : v); });
   });
 }
@@ -276,7 +278,14 @@ Tensor isnan(const Tensor& x) {
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
   EMBER_CHECK(x.defined(), "clamp: tensor is undefined");
   EMBER_CHECK(x.dtype() != kBool, "clamp: not defined for bool tensors");
+  // PyTorch answers a NaN bound with NaN everywhere; ember refuses it rather than ignore it.
+  EMBER_CHECK(!(min && std::isnan(*min)) && !(max && std::isnan(*max)), "clamp: a bound is NaN (min {}, max {})",
+              min ? fmt::format("{}", *min) : "none", max ? fmt::format("{}", *max) : "none");
   EMBER_CHECK(!(min && max && *min > *max), "clamp: min {} is greater than max {}", *min, *max);
+  // The kernel converts the bounds to x's dtype: one it cannot hold would be undefined
+  // behaviour (int64) or a different bound (a finite one become inf).
+  if (min) check_storable(*min, x.dtype(), "clamp");
+  if (max) check_storable(*max, x.dtype(), "clamp");
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   kernels::clamp[x.device()](out, x, min, max);
   return autograd::record("clamp", out, {x}, [sx = autograd::save(x), min, max](const Tensor& grad) {

@@ -17,7 +17,6 @@ namespace {
 // Replaces a single -1 in `shape` by the size that keeps the element count.
 Shape infer_size(const Shape& shape, int64_t numel, const char* op, const Shape& from) {
   Shape out = shape;
-  int64_t known = 1;
   int64_t infer_at = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
@@ -25,13 +24,17 @@ Shape infer_size(const Shape& shape, int64_t numel, const char* op, const Shape&
       infer_at = static_cast<int64_t>(i);
     } else {
       EMBER_CHECK(out[i] >= 0, "{}: invalid size {} in shape {}", op, out[i], shape_str(shape));
-      known *= out[i];
     }
   }
+  Shape known_sizes = out;
+  if (infer_at >= 0) known_sizes.erase(known_sizes.begin() + infer_at);
+  check_shape(known_sizes, op);
+  const int64_t known = numel_of(known_sizes);
   if (infer_at >= 0) {
     EMBER_CHECK(known != 0 && numel % known == 0, "{}: shape {} is invalid for input of shape {} ({} elements)",
                 op, shape_str(shape), shape_str(from), numel);
     out[infer_at] = numel / known;
+    check_shape(out, op);  // [2^62, -1, 4] of 0 elements: the inferred 0 leaves strides of 2^64
   } else {
     EMBER_CHECK(known == numel, "{}: shape {} is invalid for input of shape {} ({} elements)", op,
                 shape_str(shape), shape_str(from), numel);
@@ -204,6 +207,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
     sizes[d] = want;
     strides[d] = old == want ? x.strides()[d - lead] : 0;
   }
+  check_shape(sizes, "expand");
   Tensor out = make_view(x, sizes, strides, x.storage_offset());
   const Shape in_shape = x.sizes();
   return autograd::record("expand", out, {x}, [in_shape](const Tensor& grad) {
@@ -220,8 +224,9 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
   const int64_t begin = start ? clamp_index(*start) : 0;
   const int64_t stop = std::max(begin, end ? clamp_index(*end) : size);
   Shape sizes = x.sizes(), strides = x.strides();
-  sizes[dim] = (stop - begin + step - 1) / step;
-  strides[dim] *= step;
+  sizes[dim] = (stop - begin) / step + ((stop - begin) % step != 0);  // a rounded-up division that cannot overflow
+  // With one element or none the stride is never used, and a huge step could overflow it.
+  if (sizes[dim] > 1) strides[dim] *= step;
   Tensor out = make_view(x, sizes, strides, x.storage_offset() + begin * x.strides()[dim]);
   const Shape in_shape = x.sizes();
   const TensorOptions options = x.options();
@@ -238,7 +243,7 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   dim = wrap_dim(dim, x.dim(), "narrow");
   const int64_t size = x.sizes()[dim];
   if (start < 0) start += size;
-  EMBER_CHECK(start >= 0 && length >= 0 && start + length <= size,
+  EMBER_CHECK(start >= 0 && length >= 0 && start <= size && length <= size - start,
               "narrow: start {} and length {} are out of range for dim {} of size {} (shape {})", start, length,
               dim, size, shape_str(x.sizes()));
   return slice(x, dim, start, start + length, 1);

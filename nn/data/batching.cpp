@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <new>
 #include <numeric>
+#include <stdexcept>
 #include <utility>
 
 #include "core/ops/factory.h"
@@ -87,8 +90,17 @@ class RandomStream {
   int used_ = 4;
 };
 
-std::vector<int64_t> iota_indices(int64_t count) {
-  std::vector<int64_t> indices(static_cast<size_t>(count));
+// 0, 1, ..., count - 1. A count no vector can hold is an Error naming `op`, not the standard
+// library's length_error or bad_alloc.
+std::vector<int64_t> iota_indices(int64_t count, const char* op) {
+  std::vector<int64_t> indices;
+  try {
+    indices.resize(static_cast<size_t>(count));
+  } catch (const std::length_error&) {
+    fail("{}: {} indices are more than a vector can hold", op, count);
+  } catch (const std::bad_alloc&) {
+    fail("{}: out of memory allocating {} indices", op, count);
+  }
   std::iota(indices.begin(), indices.end(), int64_t{0});
   return indices;
 }
@@ -97,7 +109,7 @@ std::vector<int64_t> iota_indices(int64_t count) {
 
 std::vector<int64_t> shuffled_indices(int64_t count, uint64_t seed) {
   EMBER_CHECK(count >= 0, "shuffled_indices: count must be at least 0, got {}", count);
-  std::vector<int64_t> indices = iota_indices(count);
+  std::vector<int64_t> indices = iota_indices(count, "shuffled_indices");
   RandomStream random(seed);
   random.shuffle(indices);
   return indices;
@@ -106,7 +118,8 @@ std::vector<int64_t> shuffled_indices(int64_t count, uint64_t seed) {
 std::vector<std::vector<int64_t>> shuffled_batches(int64_t count, int64_t batch_size, uint64_t seed, bool drop_last) {
   EMBER_CHECK(count >= 0, "shuffled_batches: count must be at least 0, got {}", count);
   EMBER_CHECK(batch_size >= 1, "shuffled_batches: batch_size must be at least 1, got {}", batch_size);
-  const std::vector<int64_t> order = shuffled_indices(count, seed);
+  std::vector<int64_t> order = iota_indices(count, "shuffled_batches");
+  RandomStream(seed).shuffle(order);  // as shuffled_indices(count, seed)
   std::vector<std::vector<int64_t>> batches;
   for (int64_t start = 0; start < count; start += batch_size) {
     const int64_t end = std::min(start + batch_size, count);
@@ -130,7 +143,10 @@ std::vector<std::vector<int64_t>> bucketed_batches(const std::vector<int64_t>& l
   for (int64_t i = 0; i < count; ++i) {
     EMBER_CHECK(lengths[static_cast<size_t>(i)] >= 0, "bucketed_batches: length {} of example {} is negative",
                 lengths[static_cast<size_t>(i)], i);
-    total_length += lengths[static_cast<size_t>(i)];
+    // Saturating: the sum only sets the chunk size, for which INT64_MAX is as good as more.
+    if (__builtin_add_overflow(total_length, lengths[static_cast<size_t>(i)], &total_length)) {
+      total_length = std::numeric_limits<int64_t>::max();
+    }
   }
 
   int64_t batch_estimate = options.batch_size;
@@ -138,24 +154,31 @@ std::vector<std::vector<int64_t>> bucketed_batches(const std::vector<int64_t>& l
     const int64_t mean_length = std::max<int64_t>(1, count == 0 ? 1 : total_length / count);
     batch_estimate = std::max<int64_t>(1, options.max_tokens / mean_length);
   }
-  const int64_t chunk_size = options.chunk_batches * batch_estimate;
+  // Saturating too: a chunk of more than `count` indices is the whole data set, and a wrapped
+  // product (chunk_batches of 2^40) would make a negative chunk size that never advances.
+  int64_t chunk_size = 0;
+  if (__builtin_mul_overflow(options.chunk_batches, batch_estimate, &chunk_size)) {
+    chunk_size = std::numeric_limits<int64_t>::max();
+  }
+  chunk_size = std::max<int64_t>(1, std::min(chunk_size, count));
 
   RandomStream random(seed);
-  std::vector<int64_t> order = iota_indices(count);
+  std::vector<int64_t> order = iota_indices(count, "bucketed_batches");
   random.shuffle(order);
 
   std::vector<std::vector<int64_t>> batches;
   const auto length_of = [&](int64_t index) { return lengths[static_cast<size_t>(index)]; };
   for (int64_t chunk_start = 0; chunk_start < count; chunk_start += chunk_size) {
     const auto first = order.begin() + chunk_start;
-    const auto last = order.begin() + std::min(chunk_start + chunk_size, count);
+    const auto last = order.begin() + chunk_start + std::min(chunk_size, count - chunk_start);
     std::stable_sort(first, last, [&](int64_t a, int64_t b) { return length_of(a) < length_of(b); });
     std::vector<int64_t> batch;
     for (auto it = first; it != last; ++it) {
       // Sorted ascending, so the newcomer is the longest of the batch it joins.
       const int64_t rows = static_cast<int64_t>(batch.size()) + 1;
       const bool too_many = options.batch_size > 0 && rows > options.batch_size;
-      const bool too_long = options.max_tokens > 0 && rows * length_of(*it) > options.max_tokens;
+      // rows * length > max_tokens, without the product that could overflow.
+      const bool too_long = options.max_tokens > 0 && length_of(*it) > options.max_tokens / rows;
       if (!batch.empty() && (too_many || too_long)) batches.push_back(std::exchange(batch, {}));
       batch.push_back(*it);
     }

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "nn/json_nesting.h"
+#include "nn/regular_file.h"
 
 namespace ember::text {
 
@@ -28,6 +29,7 @@ const char* kind_of(const json& value) { return value.type_name(); }
 }  // namespace
 
 json parse_json_file(const std::string& path, const std::string& who) {
+  check_regular_file(path, who);
   std::ifstream file(path, std::ios::binary);
   if (!file) fail("{}: cannot open '{}': {}", who, path, os_error(errno));
   std::stringstream contents;

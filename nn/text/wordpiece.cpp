@@ -1,10 +1,12 @@
 // WordPiece: BERT's text cleaning and basic tokenizer, then greedy longest-match-first pieces.
 #include "nn/text/wordpiece.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
+#include "nn/regular_file.h"
 #include "nn/text/json_file.h"
 #include "nn/text/unicode.h"
 #include "nn/text/words.h"
@@ -49,6 +51,7 @@ WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> tokens, WordPiec
                             .sep = if_present(bert.sep),
                             .mask = if_present(bert.mask)};
   unk_id_ = vocabulary_.id("[UNK]");
+  for (const std::string& token : vocabulary_.tokens()) longest_token_bytes_ = std::max(longest_token_bytes_, token.size());
 }
 
 WordPieceTokenizer WordPieceTokenizer::from_bert_vocab_json(const std::string& path, WordPieceOptions options) {
@@ -79,6 +82,7 @@ WordPieceTokenizer WordPieceTokenizer::from_bert_vocab_json(const std::string& p
 }
 
 WordPieceTokenizer WordPieceTokenizer::from_vocab_txt(const std::string& path, WordPieceOptions options) {
+  check_regular_file(path, "WordPieceTokenizer::from_vocab_txt");
   std::ifstream file(path);
   EMBER_CHECK(file.good(), "WordPieceTokenizer::from_vocab_txt: cannot open '{}'", path);
   std::vector<std::string> tokens;
@@ -148,7 +152,7 @@ void WordPieceTokenizer::encode_word(const std::string& word, std::vector<int64_
   for (size_t start = 0; start < length;) {
     // The longest piece starting at `start` that the vocabulary holds.
     std::optional<int64_t> piece;
-    size_t end = length;
+    size_t end = std::min(length, start + longest_token_bytes_);
     for (; end > start; --end) {
       candidate.assign(start > 0 ? kContinuation : "");
       candidate.append(word, offsets[start], offsets[end] - offsets[start]);

@@ -68,6 +68,10 @@ class WordPieceTokenizer : public Tokenizer {
 
   WordPieceOptions options_;
   int64_t unk_id_;
+  // The most bytes of any token: no piece is longer in characters, so the search for the
+  // longest piece at a position looks no further, however long the word (max_chars_per_word
+  // may be large) — without it, a long word costs time cubic in its length.
+  size_t longest_token_bytes_ = 0;
 };
 
 }  // namespace ember::text

@@ -10,6 +10,7 @@
 
 #include "core/distributed/process_group.h"
 #include "core/error.h"
+#include "nn/regular_file.h"
 #include "nn/train/run_files.h"
 
 namespace ember::train {
@@ -28,6 +29,7 @@ std::vector<std::string_view> split_cells(std::string_view line) {
 
 // The file's lines without their line endings ("\r\n" too, should a spreadsheet have saved it).
 std::vector<std::string> read_lines(const std::string& path, const char* reader) {
+  check_regular_file(path, reader);
   std::ifstream file(path, std::ios::binary);
   EMBER_CHECK(file.is_open(), "{}: cannot open '{}'", reader, path);
   std::vector<std::string> lines;

@@ -157,6 +157,19 @@ void write_deep_nesting_seeds() {
   write_bytes(seed_path("fuzz_example_config", "deep_value.json"), "{\"d_model\": " + deep + "}");
 }
 
+// fuzz_ops reads bytes as choices: a few seeded random programs to start from.
+void write_op_program_seeds() {
+  uint64_t state = 0x9E3779B97F4A7C15ULL;
+  for (int program = 0; program < 8; ++program) {
+    std::string bytes(96, '\0');
+    for (char& byte : bytes) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      byte = static_cast<char>(state >> 56);
+    }
+    write_bytes(seed_path("fuzz_ops", "program" + std::to_string(program)), bytes);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,6 +187,7 @@ int main(int argc, char** argv) {
   write_metrics_seeds();
   write_example_config_seeds();
   write_deep_nesting_seeds();
+  write_op_program_seeds();
   fmt::print("write_seeds: wrote the seed corpora under {}\n", corpus_root.string());
   return 0;
 }
