@@ -17,7 +17,7 @@ namespace ember::autograd {
 struct GradOptions {
   // Keep the saved tensors for another pass through the same graph; by default, when
   // create_graph (a gradient that will be differentiated usually passes through them again).
-  std::optional<bool> retain_graph;
+  std::optional<bool> retain_graph = std::nullopt;
   // Record the backward pass, so the gradients returned are differentiable.
   bool create_graph = false;
   // An input the outputs do not depend on gets an undefined gradient instead of an error.
