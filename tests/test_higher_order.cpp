@@ -142,6 +142,24 @@ TEST_CASE("create_graph keeps hooks, anomaly mode and the in-place version check
   }
 }
 
+TEST_CASE("create_graph under autocast: the backward keeps the forward's dtypes, and differentiates again") {
+  manual_seed(21);
+  const Tensor x = as_leaf(randn({4, 8}));
+  const Tensor w = as_leaf(randn({3, 8}));
+  Tensor y;
+  {
+    AutocastGuard autocast(DeviceType::CPU, kBFloat16);
+    y = sum(mul(linear(x, w), linear(x, w)));  // the products run in bfloat16, the sum in float32
+  }
+  const Tensor dx = autograd::grad({y}, {x}, {}, {.create_graph = true})[0];
+  CHECK(dx.dtype() == kFloat32);
+  CHECK(dx.requires_grad());
+  // d/dw of sum(dx): y = |x W^T|^2, so dx = 2 x W^T W and its gradient in w is nonzero.
+  const Tensor dw = autograd::grad({sum(dx)}, {w})[0];
+  CHECK(dw.dtype() == kFloat32);
+  CHECK(max_abs(dw) > 0.0);
+}
+
 namespace {
 
 // x^3 with a backward that is right to first order but treats x as a constant: its second
