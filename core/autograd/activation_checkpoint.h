@@ -9,6 +9,9 @@
 // round the same way), and backpropagates through that: parameters fn uses get their
 // gradients there, as in a plain backward. The cost is one more forward of fn per backward.
 //
+// When no input requires grad, fn simply runs (and records as usual, parameters included):
+// give the first block of a stack an input that requires grad to checkpoint it too.
+//
 // Differentiable once: the recomputation accumulates into parameters' .grad, so it cannot
 // serve autograd::grad's "touch no .grad", nor create_graph; both throw, naming checkpoint.
 #pragma once
