@@ -180,23 +180,6 @@ std::string GradcheckReport::summary() const {
   return text;
 }
 
-namespace {
-
-// Grad mode on for a scope, whatever the caller's: gradcheck evaluates its finite differences
-// under NoGradGuard, and the gradients gradgradcheck differentiates must still be computed.
-class GradModeOn {
- public:
-  GradModeOn() : previous_(GradMode::is_enabled()) { GradMode::set_enabled(true); }
-  ~GradModeOn() { GradMode::set_enabled(previous_); }
-  GradModeOn(const GradModeOn&) = delete;
-  GradModeOn& operator=(const GradModeOn&) = delete;
-
- private:
-  bool previous_;
-};
-
-}  // namespace
-
 GradcheckReport gradgradcheck(const GradcheckFunction& fn, const std::vector<Tensor>& inputs,
                               const Tensor& grad_output, const GradcheckOptions& options) {
   std::vector<size_t> differentiated;
@@ -227,7 +210,8 @@ GradcheckReport gradgradcheck(const GradcheckFunction& fn, const std::vector<Ten
 
   const size_t n = inputs.size();
   auto first_derivatives = [&](const std::vector<Tensor>& arguments) {
-    GradModeOn grad_mode;
+    // gradcheck evaluates its finite differences under NoGradGuard; the gradients must still be computed.
+    autograd::GradModeGuard grad_mode(true);
     const std::vector<Tensor> fn_inputs(arguments.begin(), arguments.begin() + static_cast<int64_t>(n));
     const Tensor output = fn(fn_inputs);
     EMBER_CHECK(output.defined() && output.sizes() == arguments[n].sizes(),

@@ -31,16 +31,14 @@ struct AutocastState {
 class Replay {
  public:
   Replay(const PhiloxState& random_state, const AutocastState& autocast_state)
-      : random_state_(Generator::global().state()), grad_mode_(GradMode::is_enabled()) {
+      : random_state_(Generator::global().state()), grad_mode_(true) {
     Generator::global().set_state(random_state);
-    GradMode::set_enabled(true);
     cpu_.emplace(DeviceType::CPU, autocast_state.dtype[0], autocast_state.enabled[0]);
     cuda_.emplace(DeviceType::CUDA, autocast_state.dtype[1], autocast_state.enabled[1]);
   }
   ~Replay() {
     cuda_.reset();
     cpu_.reset();
-    GradMode::set_enabled(grad_mode_);
     Generator::global().set_state(random_state_);
   }
   Replay(const Replay&) = delete;
@@ -48,7 +46,7 @@ class Replay {
 
  private:
   PhiloxState random_state_;
-  bool grad_mode_;
+  GradModeGuard grad_mode_;
   std::optional<AutocastGuard> cpu_, cuda_;
 };
 

@@ -76,18 +76,6 @@ void accumulate_into_leaf(TensorImpl& leaf, const Tensor& gradient, bool create_
   }
 }
 
-// Grad mode as the pass wants it, restored at the end: on under create_graph (even when the
-// caller is inside NoGradGuard), off otherwise.
-class PassGradMode {
- public:
-  explicit PassGradMode(bool enabled) : previous_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
-  ~PassGradMode() { GradMode::set_enabled(previous_); }
-  PassGradMode(const PassGradMode&) = delete;
-  PassGradMode& operator=(const PassGradMode&) = delete;
-
- private:
-  bool previous_;
-};
 
 thread_local std::shared_ptr<Node> running_node;
 thread_local bool running_grad_call = false;
@@ -198,7 +186,7 @@ Relevance find_relevant(const std::vector<Node*>& roots, std::unordered_map<Node
 // .grad alone; without, gradients reaching leaves add into their .grad.
 void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_gradients, bool retain_graph,
              bool create_graph, Captures* captures) {
-  PassGradMode grad_mode(create_graph);
+  GradModeGuard grad_mode(create_graph);  // on under create_graph, even inside NoGradGuard
   PassKind kind(captures != nullptr);
   autocast::detail::Suspend no_autocast;  // each backward computes in the dtypes its forward saw
   detail::CallbackScope callbacks;

@@ -1,4 +1,5 @@
-// vjp, jvp, hvp, jacobian and hessian, all built on autograd::grad.
+// vjp, jvp, hvp, jacobian and hessian, all built on autograd::grad. Each turns grad mode on
+// for its duration: fn is differentiated even when the caller is under NoGradGuard.
 #include "core/autograd/functional.h"
 
 #include "core/autograd/grad.h"
@@ -11,18 +12,6 @@
 
 namespace ember::autograd {
 namespace {
-
-// Grad mode on for a scope: the helpers differentiate fn even when called under NoGradGuard.
-class GradModeOn {
- public:
-  GradModeOn() : previous_(GradMode::is_enabled()) { GradMode::set_enabled(true); }
-  ~GradModeOn() { GradMode::set_enabled(previous_); }
-  GradModeOn(const GradModeOn&) = delete;
-  GradModeOn& operator=(const GradModeOn&) = delete;
-
- private:
-  bool previous_;
-};
 
 // The tensors fn is evaluated at: leaves of their own, except under create_graph for an input
 // that requires grad, which is kept (through a view) so the results stay connected to it.
@@ -89,7 +78,7 @@ Tensor result(const Tensor& t, bool create_graph) { return create_graph ? t : t.
 }  // namespace
 
 Derivative vjp(const Function& fn, const std::vector<Tensor>& inputs, const Tensor& v, bool create_graph) {
-  GradModeOn grad_mode;
+  GradModeGuard grad_mode(true);
   const std::vector<Tensor> x = differentiable_inputs("vjp", inputs, create_graph);
   const Tensor output = evaluate("vjp", fn, x);
   Derivative d{result(output, create_graph), {}};
@@ -101,7 +90,7 @@ Derivative vjp(const Function& fn, const std::vector<Tensor>& inputs, const Tens
 
 Derivative jvp(const Function& fn, const std::vector<Tensor>& inputs, const std::vector<Tensor>& tangents,
                bool create_graph) {
-  GradModeOn grad_mode;
+  GradModeGuard grad_mode(true);
   EMBER_CHECK(tangents.size() == inputs.size(), "jvp: {} tangents for {} inputs", tangents.size(), inputs.size());
   const std::vector<Tensor> x = differentiable_inputs("jvp", inputs, create_graph);
   for (size_t i = 0; i < x.size(); ++i) check_like("jvp", "tangent", tangents[i], x[i], i);
@@ -127,7 +116,7 @@ Derivative jvp(const Function& fn, const std::vector<Tensor>& inputs, const std:
 
 Derivative hvp(const Function& fn, const std::vector<Tensor>& inputs, const std::vector<Tensor>& v,
                bool create_graph) {
-  GradModeOn grad_mode;
+  GradModeGuard grad_mode(true);
   EMBER_CHECK(v.size() == inputs.size(), "hvp: {} vectors v for {} inputs", v.size(), inputs.size());
   const std::vector<Tensor> x = differentiable_inputs("hvp", inputs, create_graph);
   for (size_t i = 0; i < x.size(); ++i) check_like("hvp", "v", v[i], x[i], i);
@@ -174,13 +163,13 @@ std::vector<Tensor> jacobian_of(const Tensor& output, const std::vector<Tensor>&
 }  // namespace
 
 std::vector<Tensor> jacobian(const Function& fn, const std::vector<Tensor>& inputs, bool create_graph) {
-  GradModeOn grad_mode;
+  GradModeGuard grad_mode(true);
   const std::vector<Tensor> x = differentiable_inputs("jacobian", inputs, create_graph);
   return jacobian_of(evaluate("jacobian", fn, x), x, create_graph);
 }
 
 std::vector<std::vector<Tensor>> hessian(const Function& fn, const std::vector<Tensor>& inputs, bool create_graph) {
-  GradModeOn grad_mode;
+  GradModeGuard grad_mode(true);
   const std::vector<Tensor> x = differentiable_inputs("hessian", inputs, create_graph);
   const Tensor output = evaluate("hessian", fn, x);
   const std::vector<Tensor> gradient =

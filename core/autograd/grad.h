@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/autograd/grad_mode.h"
 #include "core/tensor.h"
 
 namespace ember::autograd {
@@ -29,6 +30,20 @@ struct GradOptions {
 // the graph between them is run; no .grad changes, and no post-accumulate-grad hook runs.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, const GradOptions& options = {});
+
+// Grad mode set to `enabled` for a scope, whatever the caller's, and restored after (PyTorch's
+// set_grad_enabled): what differentiates a function turns it on even under NoGradGuard, and a
+// backward pass sets it to create_graph.
+class GradModeGuard {
+ public:
+  explicit GradModeGuard(bool enabled) : previous_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
+  ~GradModeGuard() { GradMode::set_enabled(previous_); }
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
+
+ private:
+  bool previous_;
+};
 
 namespace detail {
 // Whether the backward pass running on this thread is an autograd::grad call (which must leave
