@@ -205,6 +205,29 @@ struct Cube {
 
 }  // namespace
 
+namespace {
+
+// An op whose backward must never run: autograd::grad has to leave its branch alone when the
+// inputs asked about do not depend on it.
+struct NeverBackward {
+  static constexpr const char* name = "never";
+  static Tensor forward(autograd::Context&, const std::vector<Tensor>& inputs) { return mul(inputs[0], 1.0); }
+  static std::vector<Tensor> backward(autograd::Context&, const Tensor&) { fail("this backward must not run"); }
+};
+
+}  // namespace
+
+TEST_CASE("autograd::grad runs only the part of the graph that leads to its inputs") {
+  const Tensor x = as_leaf(tensor({1.0, -2.0}, {2}, TensorOptions(kFloat64)));
+  const Tensor w = leaf({3});
+  const Tensor y = add(sum(mul(x, x)), sum(autograd::apply<NeverBackward>({w})));
+  check_close(autograd::grad({y}, {x}, {}, {.retain_graph = true})[0],
+              tensor({2.0, -4.0}, {2}, TensorOptions(kFloat64)), 1e-12, 0);
+  CHECK_THROWS_WITH_ALL(autograd::grad({y}, {w}), "NeverBackward", "must not run");
+  CHECK_FALSE(x.grad().defined());
+  CHECK_FALSE(w.grad().defined());
+}
+
 TEST_CASE("gradgradcheck catches a wrong double backward that gradcheck passes") {
   const Tensor x = leaf({4});
   auto wrong = [](const Inputs& in) { return autograd::apply<CubeWithConstantBackward>({in[0]}); };
