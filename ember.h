@@ -8,7 +8,10 @@
 #pragma once
 
 #include "core/autocast.h"
+#include "core/autograd/activation_checkpoint.h"
 #include "core/autograd/function.h"
+#include "core/autograd/functional.h"
+#include "core/autograd/grad.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/hooks.h"
 #include "core/cuda.h"

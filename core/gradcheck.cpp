@@ -1,13 +1,19 @@
 // Analytic versus numerical Jacobians.
 #include "core/gradcheck.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "core/autograd/grad.h"
 #include "core/autograd/grad_mode.h"
 #include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/ops/join.h"
+#include "core/ops/unary.h"
+#include "core/ops/views.h"
 
 namespace ember {
 namespace {
@@ -151,7 +157,7 @@ GradcheckReport gradcheck(const GradcheckFunction& fn, const std::vector<Tensor>
 }
 
 std::string GradcheckReport::summary() const {
-  std::string text = passed ? "gradcheck passed\n" : "gradcheck FAILED\n";
+  std::string text = check + (passed ? " passed\n" : " FAILED\n");
   for (const GradcheckInputReport& entry : inputs) {
     if (!entry.requires_grad && entry.problem.empty()) {
       text += fmt::format("  input {}: does not require grad (no gradient, as expected)\n", entry.input);
@@ -164,12 +170,82 @@ std::string GradcheckReport::summary() const {
     text += fmt::format("  input {}: {} max abs error {:.3g}, max rel error {:.3g}", entry.input,
                         entry.passed ? "ok," : "FAILED,", entry.max_abs_error, entry.max_rel_error);
     if (!entry.passed) {
-      text += fmt::format("; at element {} (output element {}): backward gives {:.8g}, finite differences {:.8g}",
-                          shape_str(entry.worst_element), entry.worst_output, entry.analytic, entry.numeric);
+      const std::string output = entry.worst_output_meaning.empty() ? fmt::format("output element {}", entry.worst_output)
+                                                                    : entry.worst_output_meaning;
+      text += fmt::format("; at element {} ({}): backward gives {:.8g}, finite differences {:.8g}",
+                          shape_str(entry.worst_element), output, entry.analytic, entry.numeric);
     }
     text += "\n";
   }
   return text;
+}
+
+GradcheckReport gradgradcheck(const GradcheckFunction& fn, const std::vector<Tensor>& inputs,
+                              const Tensor& grad_output, const GradcheckOptions& options) {
+  std::vector<size_t> differentiated;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EMBER_CHECK(inputs[i].defined(), "gradgradcheck: input {} is undefined", i);
+    if (inputs[i].requires_grad()) differentiated.push_back(i);
+  }
+  EMBER_CHECK(!differentiated.empty(), "gradgradcheck: no input requires grad");
+
+  Tensor v = grad_output;
+  if (!v.defined()) {
+    NoGradGuard no_grad;
+    const Tensor output = fn(inputs);
+    EMBER_CHECK(output.defined(), "gradgradcheck: fn returned an undefined tensor");
+    // Distinct entries in [-1, 1], so that no error hides behind a symmetric v.
+    v = cos(mul(arange(static_cast<double>(output.numel()), TensorOptions(kFloat64)), 1.7)).reshape(output.sizes());
+  }
+  EMBER_CHECK(v.dtype() == kFloat64, "gradgradcheck: grad_output is {}; it must be float64", v.dtype());
+  v = v.detach().clone().requires_grad_();
+
+  // Where each input's gradient lies in the joined result, to name the worst element.
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (size_t i : differentiated) {
+    offsets.push_back(total);
+    total += inputs[i].numel();
+  }
+
+  const size_t n = inputs.size();
+  auto first_derivatives = [&](const std::vector<Tensor>& arguments) {
+    // gradcheck evaluates its finite differences under NoGradGuard; the gradients must still be computed.
+    autograd::GradModeGuard grad_mode(true);
+    const std::vector<Tensor> fn_inputs(arguments.begin(), arguments.begin() + static_cast<int64_t>(n));
+    const Tensor output = fn(fn_inputs);
+    EMBER_CHECK(output.defined() && output.sizes() == arguments[n].sizes(),
+                "gradgradcheck: fn returned shape {} but grad_output has shape {}",
+                output.defined() ? shape_str(output.sizes()) : "(undefined)", shape_str(arguments[n].sizes()));
+    std::vector<Tensor> wanted;
+    for (size_t i : differentiated) wanted.push_back(fn_inputs[i]);
+    std::vector<Tensor> flat;
+    if (output.requires_grad()) {
+      const std::vector<Tensor> gradients =
+          autograd::grad({output}, wanted, {arguments[n]}, {.create_graph = true, .allow_unused = true});
+      for (size_t j = 0; j < gradients.size(); ++j) {
+        flat.push_back(gradients[j].defined() ? reshape(gradients[j], {-1}) : zeros({wanted[j].numel()}, kFloat64));
+      }
+    } else {
+      for (const Tensor& input : wanted) flat.push_back(zeros({input.numel()}, kFloat64));
+    }
+    return cat(flat, 0);
+  };
+
+  std::vector<Tensor> arguments = inputs;
+  arguments.push_back(v);
+  GradcheckReport report = gradcheck(first_derivatives, arguments, options);
+  report.check = "gradgradcheck";
+  for (GradcheckInputReport& entry : report.inputs) {
+    if (entry.passed) continue;
+    const auto segment = std::upper_bound(offsets.begin(), offsets.end(), entry.worst_output) - offsets.begin() - 1;
+    if (segment < 0) continue;
+    const size_t of_input = differentiated[segment];
+    entry.worst_output_meaning =
+        fmt::format("element {} of the gradient of input {}",
+                    shape_str(unravel(inputs[of_input].sizes(), entry.worst_output - offsets[segment])), of_input);
+  }
+  return report;
 }
 
 }  // namespace ember

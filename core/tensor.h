@@ -97,7 +97,11 @@ class Tensor {
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   bool is_leaf() const;
   // Backpropagates from this tensor. `gradient` may be omitted only for one-element tensors.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // retain_graph keeps the saved tensors for another backward (by default: when create_graph);
+  // create_graph records the backward pass itself, so the gradients it leaves in .grad can be
+  // differentiated again (core/autograd/grad.h has the functional form).
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
   // A tensor sharing this one's data but cut from the graph.
   Tensor detach() const;
   // Number of in-place writes to the underlying storage so far.

@@ -1,5 +1,6 @@
 // Worked example 7, "Gradient checking": how to test gradients with ember's gradcheck, from
-// one op to a layer to a whole transformer block, and what a failing report looks like.
+// one op to a layer to a whole transformer block, and what a failing report looks like; then
+// second derivatives with gradgradcheck, and a double backward it catches.
 //
 //   ./build/examples/gradient_checking [--seed S]
 //
@@ -83,6 +84,22 @@ struct ScaledTanhMissingFactor {
     const Tensor &x = saved[0], &scale = saved[1], &y = saved[2];
     const Tensor grad_pre = mul(grad_output, 1.0 - mul(y, y));
     return {grad_pre /* should be mul(grad_pre, scale) */, sum_to(mul(grad_pre, x), scale.sizes())};
+  }
+};
+
+// The same op again with a backward that is right to first order but differentiates badly: it
+// detaches what it saved, so under create_graph its gradient looks constant in x and scale.
+// gradcheck cannot see this (the first derivatives are exact); gradgradcheck does.
+struct ScaledTanhDetachedBackward {
+  static constexpr const char* name = "scaled_tanh_detached_backward";
+  static Tensor forward(autograd::Context& ctx, const std::vector<Tensor>& inputs) {
+    return ScaledTanh::forward(ctx, inputs);
+  }
+  static std::vector<Tensor> backward(autograd::Context& ctx, const Tensor& grad_output) {
+    const std::vector<Tensor> saved = ctx.saved_tensors();
+    const Tensor x = saved[0].detach(), scale = saved[1].detach(), y = saved[2].detach();
+    const Tensor grad_pre = mul(grad_output, 1.0 - mul(y, y));
+    return {mul(grad_pre, scale), sum_to(mul(grad_pre, x), scale.sizes())};
   }
 };
 
@@ -242,6 +259,27 @@ int main(int argc, char** argv) {
                    shape_str(worst.worst_element), worst.numeric / worst.analytic, column,
                    scale.at<double>(column));
       }
+    }
+
+    fmt::print("\n6. second derivatives: gradgradcheck\n");
+    {
+      // gradgradcheck differentiates the gradient itself (autograd::grad with create_graph) and
+      // compares that with finite differences of the gradient, for each input and for the
+      // output's gradient v. Ops whose backward is written with tensor ops pass by themselves.
+      const Tensor x = leaf({4, 3}), scale = leaf({3});
+      const GradcheckReport right = gradgradcheck(
+          [](const std::vector<Tensor>& in) { return autograd::apply<ScaledTanh>({in[0], in[1]}); }, {x, scale});
+      fmt::print("   scaled_tanh (input 2 is the output's gradient v)\n{}", indented(right.summary()));
+      expectations.expect(right, true, "scaled_tanh (gradgradcheck)");
+      auto detached = [](const std::vector<Tensor>& in) {
+        return autograd::apply<ScaledTanhDetachedBackward>({in[0], in[1]});
+      };
+      const GradcheckReport first = gradcheck(detached, {x, scale});
+      const GradcheckReport second = gradgradcheck(detached, {x, scale});
+      fmt::print("   scaled_tanh_detached_backward: gradcheck {}; but\n{}", first.passed ? "passed" : "FAILED",
+                 indented(second.summary()));
+      expectations.expect(first, true, "scaled_tanh_detached_backward (gradcheck)");
+      expectations.expect(second, false, "scaled_tanh_detached_backward (gradgradcheck)");
     }
 
     if (expectations.unexpected == 0) fmt::print("\nevery correct gradient passed and every broken one was caught\n");

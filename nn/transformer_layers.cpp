@@ -1,6 +1,8 @@
 // Encoder and decoder layers, and their stacks.
 #include "nn/transformer_layers.h"
 
+#include "core/autograd/activation_checkpoint.h"
+#include "core/autograd/grad_mode.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/indexing.h"
 
@@ -145,7 +147,15 @@ TransformerEncoder::TransformerEncoder(const TransformerLayerOptions& options, i
 
 Tensor TransformerEncoder::forward(const Tensor& x, const EncoderMasks& masks) {
   Tensor h = x;
-  for (size_t i = 0; i < layers->size(); ++i) h = layers->at<TransformerEncoderLayer>(i)->forward(h, masks);
+  for (size_t i = 0; i < layers->size(); ++i) {
+    const std::shared_ptr<TransformerEncoderLayer> layer = layers->at<TransformerEncoderLayer>(i);
+    if (checkpoint_layers && GradMode::is_enabled()) {
+      h = autograd::checkpoint([layer, masks](const std::vector<Tensor>& in) { return layer->forward(in[0], masks); },
+                               {h});
+    } else {
+      h = layer->forward(h, masks);
+    }
+  }
   return norm ? norm->forward(h) : h;
 }
 
@@ -170,7 +180,15 @@ TransformerDecoder::TransformerDecoder(const TransformerLayerOptions& options, i
 
 Tensor TransformerDecoder::forward(const Tensor& x, const Tensor& memory, const DecoderMasks& masks) {
   Tensor h = x;
-  for (size_t i = 0; i < layers->size(); ++i) h = layers->at<TransformerDecoderLayer>(i)->forward(h, memory, masks);
+  for (size_t i = 0; i < layers->size(); ++i) {
+    const std::shared_ptr<TransformerDecoderLayer> layer = layers->at<TransformerDecoderLayer>(i);
+    if (checkpoint_layers && GradMode::is_enabled()) {
+      h = autograd::checkpoint(
+          [layer, masks](const std::vector<Tensor>& in) { return layer->forward(in[0], in[1], masks); }, {h, memory});
+    } else {
+      h = layer->forward(h, memory, masks);
+    }
+  }
   return norm ? norm->forward(h) : h;
 }
 

@@ -132,6 +132,10 @@ class TransformerEncoder : public Module {
   std::vector<Tensor> attention_weights(const Tensor& x, const EncoderMasks& masks = {});
   std::shared_ptr<ModuleList> layers;
   std::shared_ptr<LayerNorm> norm;  // null without final_norm
+  // Activation checkpointing (core/autograd/activation_checkpoint.h): in grad mode each layer
+  // keeps only its input and is recomputed during backward, for about a third more time per
+  // step and a fraction of the activations' memory. The same values and gradients either way.
+  bool checkpoint_layers = false;
 };
 
 class TransformerDecoder : public Module {
@@ -143,6 +147,8 @@ class TransformerDecoder : public Module {
   Tensor forward_step(const Tensor& x, const Tensor& memory, DecoderCache& cache, const DecoderMasks& masks = {});
   std::shared_ptr<ModuleList> layers;
   std::shared_ptr<LayerNorm> norm;  // null without final_norm
+  // As TransformerEncoder's: each layer (its input and the memory kept) recomputed in backward.
+  bool checkpoint_layers = false;
 };
 
 }  // namespace ember::nn

@@ -26,7 +26,7 @@ struct Edge {
 // input (an undefined Tensor means zero).
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
 
-struct Node {
+struct Node : std::enable_shared_from_this<Node> {
   std::string op;  // "matmul", "layer_norm", ...: names the op in errors and in grad_fn
   std::vector<Edge> inputs;
   std::vector<Shape> input_shapes;  // to check what backward returns
@@ -34,6 +34,10 @@ struct Node {
   Shape output_shape;
   DType output_dtype = kFloat32;
   Device output_device;
+  // The tensor this node produced, watched without being owned (an op saving its own output
+  // would otherwise own itself): under create_graph a saved copy of it is re-attached to this
+  // node (SavedTensor::get). Compared by owner, so it stays meaningful after the tensor is freed.
+  std::weak_ptr<TensorImpl> output;
 
   // "MatmulBackward", the name printed as a tensor's grad_fn.
   std::string name() const;

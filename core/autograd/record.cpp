@@ -37,6 +37,9 @@ std::string Node::name() const {
 }
 
 Node::~Node() {
+  // The closure goes first: under create_graph its saved tensors may own predecessors too,
+  // and they must be released before the loop below counts owners.
+  backward = nullptr;
   // Steal the edges of every predecessor we are the last owner of, and destroy those nodes
   // only once their edges are empty: the chain is freed by this loop, not by recursion.
   std::vector<std::shared_ptr<Node>> stack;
@@ -55,20 +58,43 @@ Node::~Node() {
   }
 }
 
-SavedTensor::SavedTensor(const Tensor& tensor) {
-  if (tensor.defined()) {
-    value_ = tensor.detach();
-    version_ = tensor.version();
+SavedTensor::SavedTensor(const Tensor& tensor) : SavedTensor(tensor, tensor) {}
+
+SavedTensor::SavedTensor(const Tensor& value, const Tensor& history) {
+  if (!value.defined()) return;
+  value_ = value.detach();
+  version_ = value.version();
+  source_ = history.impl_ptr();
+  if (history.requires_grad()) {
+    if (history.grad_fn()) {
+      grad_fn_ = history.grad_fn();
+    } else {
+      leaf_ = history.impl_ptr();
+    }
   }
 }
 
-const Tensor& SavedTensor::get() const {
+Tensor SavedTensor::get() const {
   if (value_.defined() && value_.version() != version_) {
     fail("a tensor saved for backward (shape {}) was modified by an in-place operation after it was saved "
          "(version {} when saved, now {}); use an out-of-place op or clone() it first",
          shape_str(value_.sizes()), version_, value_.version());
   }
-  return value_;
+  if (!GradMode::is_enabled() || !value_.defined()) return value_;
+  // Under create_graph: the tensor with its history, so that what backward computes from it
+  // is differentiable with respect to it.
+  if (leaf_) return Tensor(leaf_);
+  std::shared_ptr<Node> history = grad_fn_;
+  if (!history) {
+    const std::shared_ptr<Node>& running = detail::current_backward_node();
+    const bool is_output = running && !source_.owner_before(running->output) && !running->output.owner_before(source_);
+    if (is_output) history = running;
+  }
+  if (!history) return value_;
+  Tensor attached = value_.detach();
+  attached.impl()->requires_grad = true;
+  attached.impl()->grad_fn = std::move(history);
+  return attached;
 }
 
 bool any_requires_grad(std::initializer_list<Tensor> inputs) {
@@ -100,6 +126,7 @@ Tensor record_node(const char* op, const Tensor& output, std::span<const Tensor>
   node->output_shape = output.sizes();
   node->output_dtype = output.dtype();
   node->output_device = output.device();
+  node->output = output.impl_ptr();
   output.impl()->requires_grad = true;
   output.impl()->grad_fn = std::move(node);
   return output;

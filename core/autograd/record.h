@@ -24,18 +24,32 @@ namespace ember::autograd {
 // A tensor kept for backward. It holds the data without the graph (so an op may save its own
 // output without a reference cycle) and remembers the version it was saved at: get() throws
 // when the tensor was modified in place since.
+//
+// It also remembers where the tensor sat in the graph: its grad_fn, or the leaf itself. When
+// get() is called with grad mode on (a backward pass under create_graph) it hands back a tensor
+// with that history, so a backward written with tensor ops records a differentiable graph of
+// its own. An op's own output is recognised and re-attached to the node running its backward.
+// With grad mode off (every first-order backward) get() returns the bare data, as before.
 class SavedTensor {
  public:
   SavedTensor() = default;
   explicit SavedTensor(const Tensor& tensor);
-  const Tensor& get() const;
+  // The data of `value` with the place in the graph of `history`, a tensor of the same values
+  // (an op that computes on a contiguous copy of its input saves the copy with the input's
+  // history).
+  SavedTensor(const Tensor& value, const Tensor& history);
+  Tensor get() const;
 
  private:
   Tensor value_;
   uint64_t version_ = 0;
+  std::shared_ptr<Node> grad_fn_;           // set when the tensor was computed by a recorded op
+  std::shared_ptr<TensorImpl> leaf_;        // set when it was a leaf that requires grad
+  std::weak_ptr<TensorImpl> source_;        // the tensor saved, to recognise an op's own output
 };
 
 inline SavedTensor save(const Tensor& tensor) { return SavedTensor(tensor); }
+inline SavedTensor save(const Tensor& value, const Tensor& history) { return SavedTensor(value, history); }
 
 // Packs gradients into the vector a BackwardFn returns.
 template <class... T>
@@ -97,7 +111,14 @@ void record_inplace(const char* op, const Tensor& x, std::initializer_list<Tenso
   record_node(op, x, inputs, BackwardFn(std::forward<Backward>(backward)));
 }
 
-// Runs backpropagation from `root`; Tensor::backward calls it.
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
+// Runs backpropagation from `root`; Tensor::backward calls it. With create_graph the pass runs
+// in grad mode, so the gradients are themselves recorded (core/autograd/grad.h).
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool create_graph = false);
+
+namespace detail {
+// The node whose backward is running in a create_graph pass on this thread (null otherwise):
+// SavedTensor::get re-attaches a saved output to it.
+const std::shared_ptr<Node>& current_backward_node();
+}  // namespace detail
 
 }  // namespace ember::autograd

@@ -20,6 +20,7 @@
 #include "core/ops/factory.h"
 #include "core/ops/indexing.h"
 #include "core/ops/matmul.h"
+#include "core/ops/reduce.h"
 #include "core/ops/softmax.h"
 #include "core/ops/views.h"
 
@@ -81,27 +82,29 @@ double scale_of(const Tensor& q, const AttentionOptions& options) {
   return options.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
 }
 
+// The scores with the mask applied: -inf where a bool mask says no (or, causal, past the
+// diagonal), a float mask added.
+Tensor masked_scores(const Tensor& scores, const Tensor& mask, bool is_causal) {
+  const double minus_infinity = -std::numeric_limits<double>::infinity();
+  if (is_causal) {
+    // Position i may attend to j <= i: mask the strict upper triangle.
+    // Built on the scores' device: no host-to-device copy per call.
+    const TensorOptions positions = TensorOptions(kInt64).device(scores.device());
+    const Tensor rows = arange(static_cast<double>(scores.size(-2)), positions).unsqueeze(1);
+    const Tensor columns = arange(static_cast<double>(scores.size(-1)), positions).unsqueeze(0);
+    return masked_fill(scores, gt(columns, rows), minus_infinity);
+  }
+  if (!mask.defined()) return scores;
+  if (mask.dtype() == kBool) return masked_fill(scores, logical_not(mask), minus_infinity);
+  return add(scores, mask);
+}
+
 AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const AttentionOptions& options) {
-  const int64_t target_length = q.size(-2), source_length = k.size(-2);
   const double scale = scale_of(q, options);
-  const double minus_infinity = -std::numeric_limits<double>::infinity();
 
-  Tensor scores = mul(matmul(q, transpose(k, -2, -1)), scale);  // [..., L, S]
-  if (options.is_causal) {
-    // Position i may attend to j <= i: mask the strict upper triangle.
-    // Built on q's device: no host-to-device copy per call.
-    const TensorOptions positions = TensorOptions(kInt64).device(q.device());
-    const Tensor rows = arange(static_cast<double>(target_length), positions).unsqueeze(1);
-    const Tensor columns = arange(static_cast<double>(source_length), positions).unsqueeze(0);
-    scores = masked_fill(scores, gt(columns, rows), minus_infinity);
-  } else if (options.attn_mask.defined()) {
-    if (options.attn_mask.dtype() == kBool) {
-      scores = masked_fill(scores, logical_not(options.attn_mask), minus_infinity);
-    } else {
-      scores = add(scores, options.attn_mask);
-    }
-  }
+  const Tensor scores = masked_scores(mul(matmul(q, transpose(k, -2, -1)), scale), options.attn_mask,
+                                     options.is_causal);  // [..., L, S]
   Tensor weights = softmax(scores, -1);
   if (options.dropout_p > 0.0) weights = dropout(weights, options.dropout_p, /*train=*/true);
   return AttentionResult{matmul(weights, v), weights};
@@ -152,6 +155,34 @@ Tensor empty_in_layout_of(const Tensor& like, const Shape& sizes) {
   return make_view(block, sizes, strides, 0);
 }
 
+// attention's backward under create_graph, written with differentiable ops (composite, taken
+// only then): the fused kernel's gradients would carry no history, and a backward kernel with a
+// backward of its own would need the whole second-order algebra fused as well. The weights are
+// recomputed from q and k (with the forward's dropout draw); with P the softmax and W = dropout(P):
+//   dV = W^T dO,  dW = dO V^T,  dP = dropout(dW),  dS = scale P (dP - rowsum(dP P)),
+//   dQ = dS K,  dK = dS^T Q.
+std::vector<Tensor> differentiable_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
+                                                      const Tensor& v, const kernels::AttentionArgs& args, bool need_q,
+                                                      bool need_k, bool need_v) {
+  const Tensor scores = masked_scores(mul(matmul(q, transpose(k, -2, -1)), args.scale), args.mask, args.is_causal);
+  const Tensor probabilities = softmax(scores, -1);
+  const bool dropped = args.dropout_p > 0.0;
+  const Tensor weights =
+      dropped ? dropout_with_state(probabilities, args.dropout_p, args.dropout_state) : probabilities;
+  Tensor grad_q, grad_k, grad_v;
+  if (need_v) grad_v = matmul(transpose(weights, -2, -1), grad);
+  if (need_q || need_k) {
+    Tensor grad_weights = matmul(grad, transpose(v, -2, -1));
+    if (dropped) grad_weights = dropout_with_state(grad_weights, args.dropout_p, args.dropout_state);
+    const Shape rows{scores.dim() - 1};
+    const Tensor row_sums = sum(mul(grad_weights, probabilities), rows, /*keepdim=*/true);
+    const Tensor grad_scores = mul(mul(probabilities, sub(grad_weights, row_sums)), args.scale);
+    if (need_q) grad_q = matmul(grad_scores, k);
+    if (need_k) grad_k = matmul(transpose(grad_scores, -2, -1), q);
+  }
+  return autograd::grads(grad_q, grad_k, grad_v);
+}
+
 Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const AttentionOptions& options) {
   kernels::AttentionArgs args;
   args.is_causal = options.is_causal;
@@ -184,10 +215,13 @@ Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
   const bool need_q = q_in.requires_grad(), need_k = k_in.requires_grad(), need_v = v_in.requires_grad();
   return autograd::record(
       "attention", out, {q_in, k_in, v_in},
-      [sq = autograd::save(q), sk = autograd::save(k), sv = autograd::save(v), so = autograd::save(out),
-       ss = autograd::save(saved), args,
-       need_q, need_k, need_v, products, embed, value_embed](const Tensor& grad) {
+      // q, k and v may be BLAS-readable copies of q_in, k_in and v_in: saved with the inputs'
+      // history, which create_graph follows.
+      [sq = autograd::save(q, q_in), sk = autograd::save(k, k_in), sv = autograd::save(v, v_in),
+       so = autograd::save(out), ss = autograd::save(saved), args, need_q, need_k, need_v, products, embed,
+       value_embed](const Tensor& grad) {
         const Tensor &q = sq.get(), &k = sk.get(), &v = sv.get();
+        if (GradMode::is_enabled()) return differentiable_attention_backward(grad, q, k, v, args, need_q, need_k, need_v);
         const Tensor grad_out = blas_readable(grad);
         const Tensor grad_q = need_q ? empty_in_layout_of(q, q.sizes()) : Tensor();
         const Tensor grad_k = need_k ? empty_in_layout_of(k, k.sizes()) : Tensor();

@@ -28,6 +28,7 @@
 #include "core/ops/factory.h"
 #include "core/ops/index_check.h"
 #include "core/ops/reduce.h"
+#include "core/ops/softmax.h"
 #include "core/ops/views.h"
 #include "core/parallel.h"
 
@@ -135,6 +136,24 @@ Tensor counted_targets(const Tensor& targets, int64_t ignore_index, DType dtype)
   return sum(ne(targets, static_cast<double>(ignore_index)).to(dtype));
 }
 
+// cross_entropy's backward under create_graph, written with differentiable ops (composite,
+// taken only then): the fused kernel reads the row statistics saved without history. Each row's
+// gradient is softmax(x) minus the target distribution (the one-hot target mixed with uniform
+// by label smoothing), times the row's scale; ignored rows get none.
+Tensor differentiable_cross_entropy_backward(const Tensor& row_scale, const Tensor& logits, const Tensor& targets,
+                                             const CrossEntropyOptions& options) {
+  const int64_t classes = logits.size(-1);
+  const DType dtype = logits.dtype();
+  const Tensor classes_row = arange(static_cast<double>(classes), TensorOptions(kInt64).device(logits.device()));
+  const Tensor target_column = unsqueeze(targets, -1);
+  const Tensor one_hot = eq(classes_row, target_column).to(dtype);
+  const Tensor target_distribution =
+      add(mul(one_hot, 1.0 - options.label_smoothing), options.label_smoothing / static_cast<double>(classes));
+  const Tensor counted = ne(target_column, static_cast<double>(options.ignore_index)).to(dtype);
+  const Tensor scale = mul(unsqueeze(row_scale.to(dtype), -1), counted);
+  return mul(sub(softmax(logits, -1), target_distribution), scale);
+}
+
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOptions options) {
@@ -200,6 +219,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
           case Reduction::Mean:
             row_scale = contiguous(expand(div(grad_loss, counted.to(grad_loss.dtype())), saved_max.sizes()));
             break;
+        }
+        if (GradMode::is_enabled()) {
+          return autograd::grads(differentiable_cross_entropy_backward(row_scale, saved_x, st.get(), options));
         }
         Tensor grad_logits = make_tensor(saved_x.sizes(), saved_x.dtype(), saved_x.device());
         if (grad_logits.numel() > 0) {

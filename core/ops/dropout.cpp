@@ -16,6 +16,7 @@
 #include "core/cpu/half_rows.h"
 #include "core/cpu/philox_block.h"
 #include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/parallel.h"
 
@@ -77,27 +78,44 @@ EMBER_REGISTER_KERNEL(kernels::dropout_backward, DeviceType::CPU, apply_dropout_
 
 }  // namespace
 
+namespace {
+
+// The backward of dropout: the gradient times the forward's mask (regenerated from its state).
+// Linear, so this op is its own backward: a backward op with a backward, which records only
+// under create_graph and gives dropout derivatives of every order.
+Tensor dropout_backward(const Tensor& grad, double p, const PhiloxState& state) {
+  const Tensor grad_y = contiguous(grad);
+  Tensor grad_x = make_tensor(grad_y.sizes(), grad_y.dtype(), grad_y.device());
+  if (grad_x.numel() > 0) kernels::dropout_backward[grad_y.device()](grad_x, grad_y, p, state);
+  return autograd::record("dropout_backward", grad_x, {grad}, [p, state](const Tensor& grad_grad) {
+    return autograd::grads(dropout_backward(grad_grad, p, state));
+  });
+}
+
+}  // namespace
+
+Tensor dropout_with_state(const Tensor& x, double p, const PhiloxState& state) {
+  const Tensor input = contiguous(x);
+  Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
+  if (out.numel() > 0) kernels::dropout[x.device()](out, input, p, state);
+  return autograd::record("dropout", out, {x},
+                          [p, state](const Tensor& grad) { return autograd::grads(dropout_backward(grad, p, state)); });
+}
+
 Tensor dropout(const Tensor& x, double p, bool train) {
   EMBER_CHECK(x.defined(), "dropout: input is undefined");
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability p must be in [0, 1], got {}", p);
   EMBER_CHECK(is_floating_point(x.dtype()), "dropout: expected a floating point input, got {}", x.dtype());
   if (!train || p == 0.0) return x;
   if (p == 1.0) {
-    // Everything is dropped: zeros, and a zero gradient.
+    // Everything is dropped: zeros, and a zero gradient (a product with 0, so that under
+    // create_graph it is a zero with a history, as the gradient of a linear op must be).
     Tensor out = zeros(x.sizes(), x.options());
-    return autograd::record("dropout", out, {x}, [](const Tensor& grad) { return autograd::grads(zeros_like(grad)); });
+    return autograd::record("dropout", out, {x}, [](const Tensor& grad) { return autograd::grads(mul(grad, 0.0)); });
   }
-  const Tensor input = contiguous(x);
   const PhiloxState state = Generator::global().reserve((static_cast<uint64_t>(x.numel()) + 3) / 4,
                                                          x.device().is_cuda() ? DrawOn::kGPU : DrawOn::kCPU);
-  Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
-  if (out.numel() > 0) kernels::dropout[x.device()](out, input, p, state);
-  return autograd::record("dropout", out, {x}, [p, state](const Tensor& grad) {
-    const Tensor grad_y = contiguous(grad);
-    Tensor grad_x = make_tensor(grad_y.sizes(), grad_y.dtype(), grad_y.device());
-    if (grad_x.numel() > 0) kernels::dropout_backward[grad_y.device()](grad_x, grad_y, p, state);
-    return autograd::grads(grad_x);
-  });
+  return dropout_with_state(x, p, state);
 }
 
 }  // namespace ember

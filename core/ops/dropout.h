@@ -19,4 +19,9 @@ extern KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, double p, Ph
 // Returns x unchanged when !train or p == 0; p must be in [0, 1].
 Tensor dropout(const Tensor& x, double p, bool train = true);
 
+// Dropout with the mask of a draw already made (0 < p < 1): the fused attention's backward
+// replays its forward's draw with it under create_graph. Its backward applies the same mask,
+// as an op whose own backward is itself again, so dropout has derivatives of every order.
+Tensor dropout_with_state(const Tensor& x, double p, const PhiloxState& state);
+
 }  // namespace ember

@@ -8,8 +8,11 @@
 #include "core/autograd/record.h"
 #include "core/cpu/half_rows.h"
 #include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/index_check.h"
+#include "core/ops/indexing.h"
+#include "core/ops/views.h"
 #include "core/parallel.h"
 
 namespace ember {
@@ -78,6 +81,22 @@ void embedding_backward_cpu(const Tensor& grad_weight, const Tensor& grad_out, c
 }
 EMBER_REGISTER_KERNEL(kernels::embedding_backward, DeviceType::CPU, embedding_backward_cpu);
 
+// The gradient of the weight: each id's row of grad added into zeros (the padding id's left out).
+// Linear in grad, so it is an op of its own whose backward gathers rows again (embedding, with
+// the padding id's rows zeroed): a backward op with a backward, recorded only under create_graph.
+Tensor embedding_backward(const Tensor& grad, const Tensor& ids, const Shape& weight_shape, int64_t padding) {
+  const Tensor grad_out = contiguous(grad);
+  Tensor grad_weight = zeros(weight_shape, grad_out.options());
+  if (grad_out.numel() > 0) kernels::embedding_backward[grad_out.device()](grad_weight, grad_out, ids, padding);
+  return autograd::record("embedding_backward", grad_weight, {grad},
+                          [saved_ids = autograd::save(ids), padding](const Tensor& grad_grad) {
+                            const Tensor& ids = saved_ids.get();
+                            Tensor rows = embedding(grad_grad, ids);
+                            if (padding >= 0) rows = masked_fill(rows, unsqueeze(eq(ids, static_cast<double>(padding)), -1), 0.0);
+                            return autograd::grads(rows);
+                          });
+}
+
 }  // namespace
 
 Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t> padding_idx) {
@@ -105,13 +124,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t>
   if (out.numel() > 0) kernels::embedding[weight.device()](out, contiguous(weight), index);
   return autograd::record("embedding", out, {weight},
                           [saved_ids = autograd::save(index), shape = weight.sizes(), padding](const Tensor& grad) {
-                            const Tensor grad_out = contiguous(grad);
-                            Tensor grad_weight = zeros(shape, grad_out.options());
-                            if (grad_out.numel() > 0) {
-                              kernels::embedding_backward[grad_out.device()](grad_weight, grad_out, saved_ids.get(),
-                                                                             padding);
-                            }
-                            return autograd::grads(grad_weight);
+                            return autograd::grads(embedding_backward(grad, saved_ids.get(), shape, padding));
                           });
 }
 

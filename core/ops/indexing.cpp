@@ -255,7 +255,28 @@ Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower) {
   });
 }
 
+// The gradient of index_select: grad's slices added into zeros at `index` along dim. Linear in
+// grad, so it is an op of its own whose backward is index_select again (a backward op with a
+// backward; it records only under create_graph).
+Tensor index_select_backward(const Tensor& grad, const Shape& x_shape, int64_t dim, const Tensor& index) {
+  Tensor target = zeros(x_shape, grad.options());
+  kernels::index_add[grad.device()](target, contiguous_values(grad), dim, index);
+  return autograd::record("index_select_backward", target, {grad},
+                          [saved_index = autograd::save(index), dim](const Tensor& grad_grad) {
+                            return autograd::grads(index_select(grad_grad, dim, saved_index.get()));
+                          });
+}
+
 }  // namespace
+
+Tensor gather_backward(const Tensor& grad, const Shape& x_shape, int64_t dim, const Tensor& index) {
+  Tensor target = zeros(x_shape, grad.options());
+  kernels::scatter_add[grad.device()](target, contiguous_values(grad), dim, index);
+  return autograd::record("gather_backward", target, {grad},
+                          [saved_index = autograd::save(index), dim](const Tensor& grad_grad) {
+                            return autograd::grads(gather(grad_grad, dim, saved_index.get()));
+                          });
+}
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   check_index("index_select", x, index);
@@ -270,9 +291,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   kernels::index_select[x.device()](out, contiguous_values(x), dim, flat_index);
   return autograd::record("index_select", out, {x},
                           [saved_index = autograd::save(flat_index), shape = x.sizes(), dim](const Tensor& grad) {
-                            Tensor target = zeros(shape, grad.options());
-                            kernels::index_add[grad.device()](target, contiguous(grad), dim, saved_index.get());
-                            return autograd::grads(target);
+                            return autograd::grads(index_select_backward(grad, shape, dim, saved_index.get()));
                           });
 }
 
@@ -293,9 +312,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   kernels::gather[x.device()](out, x, dim, flat_index);
   return autograd::record("gather", out, {x},
                           [saved_index = autograd::save(flat_index), shape = x.sizes(), dim](const Tensor& grad) {
-                            Tensor target = zeros(shape, grad.options());
-                            kernels::scatter_add[grad.device()](target, contiguous(grad), dim, saved_index.get());
-                            return autograd::grads(target);
+                            return autograd::grads(gather_backward(grad, shape, dim, saved_index.get()));
                           });
 }
 

@@ -31,6 +31,9 @@ extern KernelTable<void(const Tensor& out, const Tensor& x, int64_t diagonal, bo
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 // out[i][j] = x[index[i][j]][j] for dim 0 (and so on), index int64 of the same rank as x.
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// The gradient of gather (and of sort and topk, which gather their values): grad added into
+// zeros of x's shape at `index` along dim. An op of its own, whose backward is gather again.
+Tensor gather_backward(const Tensor& grad, const Shape& x_shape, int64_t dim, const Tensor& index);
 // x with `value` wherever the bool mask (broadcast to x's shape) is true.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // a where the bool condition holds, b elsewhere; all three broadcast together.

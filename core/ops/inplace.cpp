@@ -56,8 +56,9 @@ Tensor& add_(Tensor& x, double other) { return add_(x, scalar_operand(x, other, 
 
 Tensor& mul_(Tensor& x, const Tensor& other) {
   // The old value of x is needed for other's gradient: keep a copy only when it will be used.
-  const autograd::SavedTensor old_x =
-      autograd::save(GradMode::is_enabled() && other.requires_grad() ? x.clone().detach() : Tensor());
+  // The copy keeps x's history from before the write, which create_graph follows.
+  const Tensor copy = GradMode::is_enabled() && other.requires_grad() ? x.clone().detach() : Tensor();
+  const autograd::SavedTensor old_x = x.requires_grad() ? autograd::save(copy, x) : autograd::save(copy);
   binary_inplace(BinaryOp::Mul, "mul_", x, other);
   autograd::record_inplace("mul_", x, {other},
                            [old_x, so = autograd::save(other), shape = other.sizes()](const Tensor& grad) {

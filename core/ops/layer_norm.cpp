@@ -10,6 +10,9 @@
 #include "core/autograd/record.h"
 #include "core/cpu/row_loops.h"
 #include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/reduce.h"
+#include "core/ops/unary.h"
 #include "core/parallel.h"
 
 namespace ember {
@@ -182,6 +185,30 @@ void check_parameter(const Tensor& parameter, const char* role, const Tensor& x,
               parameter.device(), x.device());
 }
 
+// layer_norm's backward under create_graph, written with differentiable ops (composite, taken
+// only then): the fused kernel reads mean and rstd saved without history, so here the
+// statistics are recomputed from x, and every gradient stays a function of x, w and grad.
+//   x^ = (x - mean) rstd,  g^ = grad w,
+//   dx = rstd (g^ - mean(g^) - x^ mean(g^ x^)),  dw = sum(grad x^),  db = sum(grad)
+std::vector<Tensor> differentiable_layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& w,
+                                                       const Shape& normalized_shape, double eps, bool need_x,
+                                                       bool need_w, bool need_b) {
+  Shape dims;
+  for (int64_t d = x.dim() - static_cast<int64_t>(normalized_shape.size()); d < x.dim(); ++d) dims.push_back(d);
+  const Tensor centered = sub(x, mean(x, dims, /*keepdim=*/true));
+  const Tensor rstd = rsqrt(add(mean(mul(centered, centered), dims, /*keepdim=*/true), eps));
+  const Tensor normalized = mul(centered, rstd);
+  Tensor grad_x, grad_w, grad_b;
+  if (need_x) {
+    const Tensor g = w.defined() ? mul(grad, w) : grad;
+    const Tensor projected = add(mean(g, dims, true), mul(normalized, mean(mul(g, normalized), dims, true)));
+    grad_x = mul(rstd, sub(g, projected));
+  }
+  if (need_w) grad_w = sum_to(mul(grad, normalized), normalized_shape);
+  if (need_b) grad_b = sum_to(grad, normalized_shape);
+  return autograd::grads(grad_x, grad_w, grad_b);
+}
+
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
@@ -217,8 +244,12 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
       "layer_norm", y, {x, weight, bias},
       [sx = autograd::save(input), sw = autograd::save(w), sm = autograd::save(mean), sr = autograd::save(rstd),
        need_x = x.requires_grad(), need_w = weight.defined() && weight.requires_grad(),
-       need_b = bias.defined() && bias.requires_grad(), normalized_shape](const Tensor& grad) {
+       need_b = bias.defined() && bias.requires_grad(), normalized_shape, eps](const Tensor& grad) {
         const Tensor& saved_x = sx.get();
+        if (GradMode::is_enabled()) {
+          return differentiable_layer_norm_backward(grad, saved_x, sw.get(), normalized_shape, eps, need_x, need_w,
+                                                    need_b);
+        }
         const Tensor grad_y = contiguous(grad);
         const Tensor& saved_w = sw.get();
         Tensor grad_x = need_x ? make_tensor(saved_x.sizes(), saved_x.dtype(), saved_x.device()) : Tensor();

@@ -275,6 +275,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (!b_vector) out_shape.push_back(b2.sizes()[b2.dim() - 1]);
   Tensor out = matmul_forward(a2, b2, batch, out_shape);
 
+  // The backward is written with matmul itself (composite): under create_graph it records, so the
+  // products have derivatives of every order with no kernel of their own. So are bmm's and linear's.
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
   return autograd::record(
       "matmul", out, {a, b},

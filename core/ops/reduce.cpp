@@ -425,6 +425,11 @@ void check_defined_floating(const Tensor& x, const char* op) {
   EMBER_CHECK(is_floating_point(x.dtype()), "{}: expected a floating point tensor, got {}", op, x.dtype());
 }
 
+// Every reduction's backward below is written with differentiable ops (expand, mul, eq, exp...),
+// not a kernel: under create_graph it records by itself, so no reduction needs a second-order
+// path of its own. The chosen-element masks of max/min/amax are constants, as their second
+// derivative is zero almost everywhere.
+//
 // d var / dx = 2 (x - mean) / (N - correction), times the incoming gradient.
 Tensor variance_backward(const Tensor& grad, const Tensor& x, const std::vector<bool>& mask, int64_t correction) {
   const double divisor = static_cast<double>(std::max<int64_t>(reduced_count(x, mask) - correction, 0));

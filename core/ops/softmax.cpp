@@ -15,6 +15,9 @@
 #include "core/cpu/vector_math.h"
 #include "core/dispatch.h"
 #include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/reduce.h"
+#include "core/ops/unary.h"
 #include "core/parallel.h"
 
 namespace ember {
@@ -216,8 +219,16 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
   const Tensor input = contiguous(x);
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   if (out.numel() > 0) kernels::softmax.get(x.device(), name)(out, input, layout.outer, layout.n, layout.inner, log);
-  return autograd::record(name, out, {x}, [y = autograd::save(out), layout, log, name](const Tensor& grad) {
+  const Shape along = x.dim() == 0 ? Shape{} : Shape{wrapped};
+  return autograd::record(name, out, {x}, [y = autograd::save(out), layout, log, name, along](const Tensor& grad) {
     const Tensor& saved = y.get();
+    if (GradMode::is_enabled()) {
+      // create_graph: the same formulas written with differentiable ops (composite, taken only
+      // here), so that the gradient stays a function of y (which carries x's history) and of grad.
+      // softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g).
+      if (log) return autograd::grads(sub(grad, mul(exp(saved), sum(grad, along, /*keepdim=*/true))));
+      return autograd::grads(mul(saved, sub(grad, sum(mul(grad, saved), along, /*keepdim=*/true))));
+    }
     const Tensor grad_y = contiguous(grad);
     Tensor grad_x = make_tensor(saved.sizes(), saved.dtype(), saved.device());
     if (grad_x.numel() > 0) {

@@ -91,9 +91,8 @@ ValuesIndices sorted_along(const char* op, const Tensor& x, int64_t dim, int64_t
   }
   values = autograd::record(op, values, {x},
                             [saved_indices = autograd::save(indices), shape = x.sizes(), dim](const Tensor& grad) {
-                              Tensor target = zeros(shape, grad.options());
-                              kernels::scatter_add[grad.device()](target, contiguous(grad), dim, saved_indices.get());
-                              return autograd::grads(target);
+                              // The values are x gathered at the indices: gather's backward.
+                              return autograd::grads(gather_backward(grad, shape, dim, saved_indices.get()));
                             });
   return {values, autograd::non_differentiable(op, indices)};
 }

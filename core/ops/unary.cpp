@@ -213,6 +213,32 @@ Tensor derivative(UnaryOp op, const Tensor& x, const Tensor& y) {
   }
 }
 
+// The derivative of an activation with a fused backward, as a tensor expression of x: what
+// backward uses under create_graph, where the fused kernel's result would have no history.
+// Composite rather than a backward op with a backward of its own: the activations are
+// elementwise, so the expression is short and its own derivative comes from the ops it uses.
+Tensor activation_derivative(UnaryOp op, const Tensor& x) {
+  switch (op) {
+    // 0 or 1: its own derivative is 0 (almost everywhere), so a constant is right here.
+    case UnaryOp::Relu: return gt(x, 0.0).to(x.dtype());
+    case UnaryOp::Gelu: {
+      // d/dx x Phi(x) = Phi(x) + x phi(x)
+      const Tensor cdf = mul(add(erf(mul(x, 1.0 / std::numbers::sqrt2)), 1.0), 0.5);
+      const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 1.0 / std::sqrt(2.0 * std::numbers::pi));
+      return add(cdf, mul(x, pdf));
+    }
+    case UnaryOp::GeluTanh: {
+      // gelu ~ x/2 (1 + tanh(u)), u = c (x + 0.044715 x^3), c = sqrt(2/pi)
+      const double c = std::sqrt(2.0 / std::numbers::pi);
+      const Tensor x2 = mul(x, x);
+      const Tensor t = tanh(mul(mul(x, add(mul(x2, 0.044715), 1.0)), c));
+      const Tensor du = mul(add(mul(x2, 3.0 * 0.044715), 1.0), c);
+      return add(mul(add(t, 1.0), 0.5), mul(mul(mul(x, 0.5), 1.0 - mul(t, t)), du));
+    }
+    default: fail("{}: has no fused backward", unary_op_name(op));
+  }
+}
+
 Tensor unary(UnaryOp op, const Tensor& x) {
   const std::string_view name = unary_op_name(op);
   EMBER_CHECK(x.defined(), "{}: tensor is undefined", name);
@@ -232,6 +258,10 @@ Tensor unary(UnaryOp op, const Tensor& x) {
                            sy = autograd::save(uses_output ? out : Tensor())](const Tensor& grad) {
                             if (has_fused_backward(op)) {
                               const Tensor& x = sx.get();
+                              if (GradMode::is_enabled()) {  // create_graph
+                                const Tensor g = grad.dtype() == x.dtype() ? grad : grad.to(x.dtype());
+                                return autograd::grads(mul(g, activation_derivative(op, x)));
+                              }
                               Tensor grad_x = make_tensor(x.sizes(), x.dtype(), x.device());
                               kernels::activation_backward.get(x.device(), op == UnaryOp::Relu ? "relu_backward" : "gelu_backward")(
                                   op, grad_x, grad.dtype() == x.dtype() ? grad : grad.to(x.dtype()), x);

@@ -215,6 +215,25 @@ Tensor expand(const Tensor& x, const Shape& shape) {
   });
 }
 
+namespace {
+
+// The gradient of slice: grad written into zeros of the input's shape. Linear in grad, so it is
+// an op of its own whose backward is the slice again (a backward op with a backward; it records
+// only under create_graph, where writing into a view of the zeros would be refused).
+Tensor slice_backward(const Tensor& grad, const Shape& in_shape, int64_t dim, int64_t begin, int64_t stop,
+                      int64_t step) {
+  Tensor full_grad = zeros(in_shape, grad.options());
+  {
+    NoGradGuard no_grad;
+    slice(full_grad, dim, begin, stop, step).copy_(grad);
+  }
+  return autograd::record("slice_backward", full_grad, {grad}, [dim, begin, stop, step](const Tensor& grad_grad) {
+    return autograd::grads(slice(grad_grad, dim, begin, stop, step));
+  });
+}
+
+}  // namespace
+
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
   EMBER_CHECK(x.dim() > 0, "slice: cannot slice a 0-d tensor");
   dim = wrap_dim(dim, x.dim(), "slice");
@@ -229,12 +248,8 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
   if (sizes[dim] > 1) strides[dim] *= step;
   Tensor out = make_view(x, sizes, strides, x.storage_offset() + begin * x.strides()[dim]);
   const Shape in_shape = x.sizes();
-  const TensorOptions options = x.options();
-  return autograd::record("slice", out, {x}, [in_shape, options, dim, begin, stop, step](const Tensor& grad) {
-    Tensor full_grad = zeros(in_shape, options);
-    Tensor window = slice(full_grad, dim, begin, stop, step);
-    window.copy_(grad);
-    return autograd::grads(full_grad);
+  return autograd::record("slice", out, {x}, [in_shape, dim, begin, stop, step](const Tensor& grad) {
+    return autograd::grads(slice_backward(grad, in_shape, dim, begin, stop, step));
   });
 }
 
