@@ -410,7 +410,8 @@ BertLoadReport load_bert_weights(Module& model, const std::string& folder,
   BertLoadReport report;
   StateDict present;
   std::vector<std::string> refused;
-  for (const auto& [key, value] : module_keys) {
+  for (const auto& entry : module_keys) {
+    const std::string& key = entry.first;  // not a structured binding: clang cannot capture one under OpenMP
     const auto found = file.find(key);
     if (found != file.end()) {
       present[key] = found->second;
