@@ -43,7 +43,9 @@ bool Tensor::is_contiguous() const {
 
 void* Tensor::raw_data() const {
   const TensorImpl& impl = checked(impl_);
-  return static_cast<char*>(impl.storage->data()) + impl.offset * static_cast<int64_t>(element_size(impl.dtype));
+  char* const base = static_cast<char*>(impl.storage->data());
+  if (base == nullptr) return nullptr;  // an empty storage: see data_ptr
+  return base + impl.offset * static_cast<int64_t>(element_size(impl.dtype));
 }
 
 namespace {

@@ -193,7 +193,10 @@ T* Tensor::data_ptr() const {
   EMBER_CHECK(defined(), "data_ptr: tensor is undefined");
   EMBER_CHECK(dtype_of<T>() == impl_->dtype, "data_ptr: tensor has dtype {}, asked for {}", impl_->dtype,
               dtype_of<T>());
-  return static_cast<T*>(impl_->storage->data()) + impl_->offset;
+  // An empty storage has no buffer: no offset may be added to its null pointer (undefined
+  // behaviour), and an empty tensor's elements are never read.
+  T* const base = static_cast<T*>(impl_->storage->data());
+  return base == nullptr ? nullptr : base + impl_->offset;
 }
 
 template <class T, class... Index>
