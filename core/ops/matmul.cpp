@@ -137,6 +137,10 @@ void own_16_bit_gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, do
   const int64_t m = out.sizes()[rank - 2], n = out.sizes()[rank - 1], k = a.sizes()[rank - 1];
   const int64_t count = numel_of(batch_of(out));
   if (m == 0 || n == 0 || count == 0) return;
+  if (k == 0) {  // an empty sum (the operands have no elements, nor a buffer): out = beta * out
+    if (beta == 0) std::fill_n(out.data_ptr<T>(), out.numel(), T(0.0f));
+    return;
+  }
   const OperandLayouts layouts = checked_layouts(a, b, m, n, k);
   const MatrixLayout la = layouts.a, lb = layouts.b;
   const std::vector<int64_t> offsets_a = batch_offsets(a), offsets_b = batch_offsets(b);
