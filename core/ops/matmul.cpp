@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <optional>
