@@ -40,16 +40,25 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t d_model, int6
     : PositionalModule("SinusoidalPositionalEncoding"), d_model_(d_model), max_len_(max_len) {
   EMBER_CHECK(d_model > 0 && max_len > 0,
               "SinusoidalPositionalEncoding(d_model={}, max_len={}): sizes must be positive", d_model, max_len);
-  // Computed in double, then stored as float32 like every other default tensor.
-  std::vector<double> table(static_cast<size_t>(max_len * d_model));
+  // The table is allocated as a tensor first, so a size past int64 or memory is refused with
+  // its shape before anything is written. Each value is computed in double, then stored as
+  // float32 like every other default tensor.
+  Tensor table;
+  try {
+    table = empty({max_len, d_model}, kFloat32);
+  } catch (const Error& error) {
+    fail("SinusoidalPositionalEncoding(d_model={}, max_len={}): its table cannot be made: {}", d_model, max_len,
+         error.what());
+  }
+  float* values = table.data_ptr<float>();
   for (int64_t pos = 0; pos < max_len; ++pos) {
     for (int64_t i = 0; i < d_model; i += 2) {
       const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(i) / d_model);
-      table[pos * d_model + i] = std::sin(angle);
-      if (i + 1 < d_model) table[pos * d_model + i + 1] = std::cos(angle);
+      values[pos * d_model + i] = static_cast<float>(std::sin(angle));
+      if (i + 1 < d_model) values[pos * d_model + i + 1] = static_cast<float>(std::cos(angle));
     }
   }
-  pe = register_buffer("pe", tensor(table, {max_len, d_model}, kFloat32));
+  pe = register_buffer("pe", table);
 }
 
 Tensor SinusoidalPositionalEncoding::forward(const Tensor& x, int64_t offset) {
