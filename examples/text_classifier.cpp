@@ -6,6 +6,7 @@
 //   ./build/examples/text_classifier --predict "What a great little phone!"
 //   ./build/examples/text_classifier --model bow              # the bag-of-words baseline, seconds
 //   ./build/examples/text_classifier --model bert --init-from out/pretrain_bert   # fine-tuning
+//   ./build/examples/text_classifier --model bert --predict "What a great little phone!"
 //   OMP_NUM_THREADS=1 mpirun -np 2 ./build/examples/text_classifier   # data parallel, 2 processes
 //
 // The recipe, stage by stage:
@@ -147,6 +148,19 @@ Evaluation evaluate(Classifier& classifier, const std::vector<std::vector<int64_
   return {totals[0] / count, totals[1] / count};
 }
 
+// The end of an epoch (or of training): the test split's loss and accuracy, a row of the
+// metrics CSV and a line above the progress bar.
+Evaluation report_epoch(Classifier& classifier, const std::vector<std::vector<int64_t>>& test_ids,
+                        const std::vector<int64_t>& test_labels, Device device, int64_t step, int64_t steps_per_epoch,
+                        double train_loss, double lr, train::MetricsLog& log, train::ProgressBar& progress) {
+  const Evaluation test = evaluate(classifier, test_ids, test_labels, device);
+  log.write(step, {{"train_loss", train_loss}, {"test_loss", test.loss}, {"test_accuracy", test.accuracy}, {"lr", lr}});
+  progress.print_line(fmt::format("epoch {:>2}  train loss {:.3f}  test loss {:.3f}  test accuracy {:.1f}%",
+                                  (step + steps_per_epoch - 1) / steps_per_epoch, train_loss, test.loss,
+                                  100 * test.accuracy));
+  return test;
+}
+
 // --model bow, the lesson's baseline: logistic regression on bag-of-words counts. Each sentence
 // becomes a vector of vocabulary size counting its words (order thrown away), and one Linear
 // layer with cross-entropy learns a weight per word and class: ember's own Linear and loss, the
@@ -208,6 +222,24 @@ int train_bag_of_words(const examples::CommonOptions& common, Device device,
   return 0;
 }
 
+// --model bert reads a sentence as BERT does: [CLS] word pieces [SEP], at most 64 pieces (or
+// the model's position count), cut before the end with [SEP] kept last.
+int64_t bert_max_tokens(const nn::BertConfig& config) { return std::min<int64_t>(64, config.max_position_embeddings); }
+
+std::vector<int64_t> bert_pieces(const text::WordPieceTokenizer& tokenizer, const std::string& sentence,
+                                 int64_t max_tokens) {
+  std::vector<int64_t> pieces = tokenizer.encode_with_specials(sentence);
+  if (static_cast<int64_t>(pieces.size()) > max_tokens) {
+    pieces.resize(max_tokens);
+    pieces.back() = tokenizer.token_to_id("[SEP]");
+  }
+  return pieces;
+}
+
+text::WordPieceTokenizer bert_tokenizer(const examples::CommonOptions& common) {
+  return text::WordPieceTokenizer::from_bert_vocab_json(datasets::data_path(common.data_dir, "bert-vocab", "bert/vocab.json"));
+}
+
 // --model bert: the lesson's third step. BertForSequenceClassification reads the sentences as
 // BERT's word pieces ([CLS] ... [SEP]) and classifies the pooled [CLS] state. With --init-from,
 // its encoder starts from a pretrained one (examples/pretrain_bert) and learns at a tenth of the
@@ -217,8 +249,7 @@ int train_bag_of_words(const examples::CommonOptions& common, Device device,
 int fine_tune_bert(const examples::CommonOptions& common, Device device, const datasets::SentimentData& data,
                    const std::string& init_from, bool freeze_encoder, double encoder_lr_factor, int64_t epochs,
                    int64_t batch_size, double lr, double weight_decay, double minutes) {
-  const auto tokenizer = text::WordPieceTokenizer::from_bert_vocab_json(
-      datasets::data_path(common.data_dir, "bert-vocab", "bert/vocab.json"));
+  const auto tokenizer = bert_tokenizer(common);
   std::shared_ptr<nn::BertForSequenceClassification> bert;
   if (!init_from.empty()) {
     bert = nn::BertForSequenceClassification::from_pretrained(init_from, /*num_labels=*/2);
@@ -238,18 +269,10 @@ int fine_tune_bert(const examples::CommonOptions& common, Device device, const d
   }
   EMBER_CHECK(bert->bert->config().vocab_size == tokenizer.vocab_size(), "text_classifier: {} has a vocabulary of "
               "{}, BERT's word pieces number {}", init_from, bert->bert->config().vocab_size, tokenizer.vocab_size());
-  const int64_t max_tokens = std::min<int64_t>(64, bert->bert->config().max_position_embeddings);
-  const int64_t sep = tokenizer.token_to_id("[SEP]");
+  const int64_t max_tokens = bert_max_tokens(bert->bert->config());
   const auto encode = [&](const std::vector<datasets::LabelledText>& sentences) {
     std::vector<std::vector<int64_t>> ids;
-    for (const auto& sentence : sentences) {
-      std::vector<int64_t> pieces = tokenizer.encode_with_specials(sentence.text);
-      if (static_cast<int64_t>(pieces.size()) > max_tokens) {
-        pieces.resize(max_tokens);
-        pieces.back() = sep;
-      }
-      ids.push_back(std::move(pieces));
-    }
+    for (const auto& sentence : sentences) ids.push_back(bert_pieces(tokenizer, sentence.text, max_tokens));
     return ids;
   };
   const auto train_ids = encode(data.train), test_ids = encode(data.test);
@@ -318,13 +341,9 @@ int fine_tune_bert(const examples::CommonOptions& common, Device device, const d
     const bool out_of_time =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > 60 * minutes;
     if (step % steps_per_epoch == 0 || step == total_steps || out_of_time) {
-      last = evaluate(classifier, test_ids, test_labels, device);
+      last = report_epoch(classifier, test_ids, test_labels, device, step, steps_per_epoch, loss_sum / loss_count,
+                          optimizer.lr(0), log, progress);
       if (last.accuracy > best.accuracy) best = last;
-      log.write(step, {{"train_loss", loss_sum / loss_count}, {"test_loss", last.loss},
-                       {"test_accuracy", last.accuracy}, {"lr", optimizer.lr(0)}});
-      progress.print_line(fmt::format("epoch {:>2}  train loss {:.3f}  test loss {:.3f}  test accuracy {:.1f}%",
-                                      (step + steps_per_epoch - 1) / steps_per_epoch, loss_sum / loss_count,
-                                      last.loss, 100 * last.accuracy));
       loss_sum = 0;
       loss_count = 0;
     }
@@ -335,11 +354,25 @@ int fine_tune_bert(const examples::CommonOptions& common, Device device, const d
   }
   progress.finish();
   train::plot_metrics_csv(log.path(), init_from.empty() ? "BERT from scratch" : "BERT fine-tuned");
-  nn::save(*bert, common.out_path("model.safetensors"));
+  nn::save(*bert, common.out_path("model.safetensors"));  // with config.json, what --predict reads
+  bert->bert->config().to_json_file(common.out_path("config.json"));
   fmt::print("test accuracy {:.1f}% after {} steps in {:.0f} s (best epoch {:.1f}%)\n", 100 * last.accuracy,
              std::min(step, total_steps), std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
              100 * best.accuracy);
   return 0;
+}
+
+// The attention of one head of one layer over the sentence, as an SVG heatmap. One file per
+// prediction: "attention-what-a-great-little-phone.svg", then "...-2.svg".
+void draw_attention(const examples::CommonOptions& common, const std::string& sentence, const Tensor& layer_weights,
+                    const std::vector<std::string>& tokens, int64_t layer, int64_t head) {
+  const Tensor weights = layer_weights.select(0, 0).select(0, head);  // [S, S] of [batch, heads, S, S]
+  const std::string heatmap =
+      examples::unused_path(common.out_dir, "attention-" + examples::slug(sentence), ".svg").string();
+  train::write_heatmap_svg(heatmap, weights.cpu(), tokens, tokens,
+                           fmt::format("\"{}\": layer {}, head {} (rows: queries, columns: keys)", sentence, layer,
+                                       head));
+  fmt::print("attention heatmap: {}\n", heatmap);
 }
 
 // --predict: the saved model's verdict on one sentence, and its attention as a heatmap.
@@ -380,16 +413,35 @@ int predict(const examples::CommonOptions& common, const std::string& sentence, 
               tokenizer.vocab_size());
   if (!unknown.empty()) fmt::print("not in the vocabulary (read as [UNK]): {}\n", fmt::join(unknown, ", "));
   fmt::print("{} (probability {:.3f})\n", kLabels[label], probabilities.at<float>(0, label));
-
   const int64_t chosen_layer = layer < 0 ? layer + recipe.layers : layer;
-  const Tensor weights = model.attention_weights(input)[chosen_layer].select(0, 0).select(0, head);  // [S, S]
-  // One file per prediction: "attention-what-a-great-little-phone.svg", then "...-2.svg".
-  const std::string heatmap =
-      examples::unused_path(common.out_dir, "attention-" + examples::slug(sentence), ".svg").string();
-  train::write_heatmap_svg(heatmap, weights.cpu(), tokens, tokens,
-                           fmt::format("\"{}\": layer {}, head {} (rows: queries, columns: keys)", sentence,
-                                       chosen_layer, head));
-  fmt::print("attention heatmap: {}\n", heatmap);
+  draw_attention(common, sentence, model.attention_weights(input)[chosen_layer], tokens, chosen_layer, head);
+  return 0;
+}
+
+// --model bert --predict: the same for a fine-tuned BERT, rebuilt from its config.json.
+int predict_bert(const examples::CommonOptions& common, const std::string& sentence, int64_t layer, int64_t head) {
+  const Device device = examples::setup_run(common);
+  const nn::BertConfig config = nn::BertConfig::from_json_file(common.out_path("config.json"));
+  nn::BertForSequenceClassification model(config);
+  nn::load(model, common.out_path("model.safetensors"));
+  model.to(device);
+  model.eval();
+  const int64_t layers = config.num_hidden_layers, heads = config.num_attention_heads;
+  EMBER_CHECK(layer >= -layers && layer < layers, "--layer: {} is not a layer of this {}-layer model", layer, layers);
+  EMBER_CHECK(head >= 0 && head < heads, "--head: {} is not a head of this {}-head model", head, heads);
+
+  const auto tokenizer = bert_tokenizer(common);
+  const std::vector<int64_t> ids = bert_pieces(tokenizer, sentence, bert_max_tokens(config));
+  EMBER_CHECK(ids.size() > 2, "--predict: the sentence has no words to classify (got \"{}\")", sentence);
+  NoGradGuard no_grad;
+  const Tensor input = tensor(ids, {1, static_cast<int64_t>(ids.size())}).to(device);
+  const Tensor probabilities = softmax(model.forward(input), -1).cpu();
+  const int64_t label = argmax(probabilities, -1).item<int64_t>();
+  const std::vector<std::string> tokens = tokenizer.ids_to_tokens(ids);
+  fmt::print("word pieces: {}\n", fmt::join(tokens, " "));
+  fmt::print("{} (probability {:.3f})\n", kLabels[label], probabilities.at<float>(0, label));
+  const int64_t chosen_layer = layer < 0 ? layer + layers : layer;
+  draw_attention(common, sentence, model.bert->attention_weights(input)[chosen_layer], tokens, chosen_layer, head);
   return 0;
 }
 
@@ -436,7 +488,11 @@ int main(int argc, char** argv) {
   app.add_option("--head", head, "--predict: the attention head drawn")->check(examples::at_least(0))->capture_default_str();
 
   return examples::run_main(app, argc, argv, common, [&]() -> int {
-    if (app.count("--predict") > 0) return predict(common, sentence, layer, head);
+    // BERT's runs keep their own folder: its config.json is a BertConfig, not the recipe.
+    if (model_kind == "bert" && app.count("--out") == 0) common.out_dir = "out/text_classifier_bert";
+    if (app.count("--predict") > 0) {
+      return model_kind == "bert" ? predict_bert(common, sentence, layer, head) : predict(common, sentence, layer, head);
+    }
     const Device device = examples::setup_run(common);
 
     // 1. Data.
@@ -556,12 +612,8 @@ int main(int argc, char** argv) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > 60 * minutes;
       if (data_parallel) out_of_time = train::sum_over_ranks({out_of_time ? 1.0 : 0.0})[0] > 0;  // all stop together
       if (step % steps_per_epoch == 0 || step == total_steps || out_of_time) {
-        last = evaluate(classifier, test_ids, test_labels, device);
-        log.write(step, {{"train_loss", loss_sum / loss_count}, {"test_loss", last.loss},
-                         {"test_accuracy", last.accuracy}, {"lr", optimizer.lr(0)}});
-        progress.print_line(fmt::format("epoch {:>2}  train loss {:.3f}  test loss {:.3f}  test accuracy {:.1f}%",
-                                        (step + steps_per_epoch - 1) / steps_per_epoch, loss_sum / loss_count,
-                                        last.loss, 100 * last.accuracy));
+        last = report_epoch(classifier, test_ids, test_labels, device, step, steps_per_epoch,
+                            loss_sum / loss_count, optimizer.lr(0), log, progress);
         loss_sum = 0;
         loss_count = 0;
         saver.save(step);
