@@ -5,7 +5,7 @@
 // --model bert --init-from out/pretrain_bert then fine-tunes it on the 2,400 labelled sentences.
 //
 //   bash scripts/fetch_data.sh sotu moby-dick sentiment bert-vocab
-//   ./build/examples/pretrain_bert                          # 20 minutes on 2 cores (bf16)
+//   ./build/examples/pretrain_bert                          # 18 minutes on 2 cores (bf16)
 //   ./build/examples/pretrain_bert --fill "the food was [MASK] ."
 //
 // The recipe, stage by stage:
