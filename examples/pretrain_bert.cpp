@@ -141,6 +141,37 @@ HeldOut evaluate(nn::BertForMaskedLM& model, const std::vector<std::vector<int64
   return {loss_sum / std::max<int64_t>(predicted, 1), static_cast<double>(correct) / std::max<int64_t>(predicted, 1)};
 }
 
+// Whether the model reads word order yet: the share of its attention that the likeliest-looking
+// head puts on the two pieces beside each position, averaged over 16 held-out sequences. A model
+// on BERT's early plateau predicts from the bag of pieces around a [MASK] and spreads every
+// head's weight evenly, 2 / length on the neighbours (1.6% at 128); a head that has learned to
+// look next door puts far more there, and the loss leaves the plateau with it.
+double neighbour_attention(nn::BertForMaskedLM& model, const std::vector<std::vector<int64_t>>& sequences,
+                           const datasets::MaskingOptions& options, Device device) {
+  NoGradGuard no_grad;
+  model.eval();
+  std::vector<int64_t> rows;
+  for (int64_t r = 0; r < std::min<int64_t>(16, sequences.size()); ++r) rows.push_back(r);
+  const Batch batch = masked_batch(sequences, rows, options, /*seed=*/12345, /*step=*/0, device);
+  double best = 0;
+  for (const Tensor& layer : model.bert->attention_weights(batch.inputs)) {  // [batch, heads, T, T]
+    const std::vector<double> weights = layer.to(kFloat64).to_vector<double>();
+    const int64_t count = layer.size(0), heads = layer.size(1), length = layer.size(2);
+    for (int64_t h = 0; h < heads; ++h) {
+      double share = 0;
+      for (int64_t b = 0; b < count; ++b) {
+        for (int64_t i = 1; i + 1 < length; ++i) {
+          const double* row = weights.data() + ((b * heads + h) * length + i) * length;
+          share += row[i - 1] + row[i + 1];
+        }
+      }
+      best = std::max(best, share / static_cast<double>(count * (length - 2)));
+    }
+  }
+  model.train();
+  return best;
+}
+
 // --fill: the five likeliest word pieces for each [MASK] of the sentence.
 int fill(const examples::CommonOptions& common, const std::string& sentence) {
   const std::string folder = common.out_dir;
@@ -278,12 +309,15 @@ int main(int argc, char** argv) {
       fmt::print("--resume: {}\n", found);
     }
     train::MetricsLog log(common.out_path("metrics.csv"),
-                          {"train_loss", "held_out_loss", "held_out_perplexity", "held_out_accuracy", "lr"}, resumed);
+                          {"train_loss", "held_out_loss", "held_out_perplexity", "held_out_accuracy",
+                           "neighbour_attention", "lr"},
+                          resumed);
     train::ProgressBar progress(planned_steps, {.label = "pretrain", .unit = "sequences"}, resumed.value_or(0));
     const auto started = std::chrono::steady_clock::now();
     double loss_sum = 0;
     int64_t loss_count = 0, step = resumed.value_or(0);
     HeldOut last;
+    double neighbours = 0;
     model.train();
     for (step = step + 1; step <= planned_steps; ++step) {
       const std::vector<int64_t> rows = schedule.batch(step - 1);
@@ -306,13 +340,14 @@ int main(int argc, char** argv) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > 60 * recipe.minutes;
       if (step % 200 == 0 || step == planned_steps || out_of_time) {
         last = evaluate(model, held_out_sequences, options, device);
+        neighbours = neighbour_attention(model, held_out_sequences, options, device);
         log.write(step, {{"train_loss", loss_sum / loss_count}, {"held_out_loss", last.loss},
                          {"held_out_perplexity", std::exp(last.loss)}, {"held_out_accuracy", last.accuracy},
-                         {"lr", optimizer.lr(0)}});
+                         {"neighbour_attention", neighbours}, {"lr", optimizer.lr(0)}});
         progress.print_line(fmt::format("step {:>5}  train loss {:.3f}  held-out loss {:.3f} (perplexity {:.1f})  "
-                                        "masked-token accuracy {:.1f}%",
+                                        "masked-token accuracy {:.1f}%  attention on neighbours {:.1f}%",
                                         step, loss_sum / loss_count, last.loss, std::exp(last.loss),
-                                        100 * last.accuracy));
+                                        100 * last.accuracy, 100 * neighbours));
         loss_sum = 0;
         loss_count = 0;
         saver.save(step);
@@ -331,6 +366,9 @@ int main(int argc, char** argv) {
     fmt::print("held-out masked-token accuracy {:.1f}%, perplexity {:.1f}, after {} steps in {:.0f} s\n",
                100 * last.accuracy, std::exp(last.loss), std::min(step, planned_steps),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    fmt::print("the head most drawn to word order puts {:.1f}% of its attention on the two neighbouring pieces "
+               "(evenly spread: {:.1f}%)\n",
+               100 * neighbours, 200.0 / static_cast<double>(recipe.length));
     return 0;
   });
 }
