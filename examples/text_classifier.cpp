@@ -375,6 +375,14 @@ void draw_attention(const examples::CommonOptions& common, const std::string& se
   fmt::print("attention heatmap: {}\n", heatmap);
 }
 
+// --layer (negative counts from the last) and --head checked against the model's sizes; the
+// layer's index from the first.
+int64_t chosen_layer_index(int64_t layer, int64_t head, int64_t layers, int64_t heads) {
+  EMBER_CHECK(layer >= -layers && layer < layers, "--layer: {} is not a layer of this {}-layer model", layer, layers);
+  EMBER_CHECK(head >= 0 && head < heads, "--head: {} is not a head of this {}-head model", head, heads);
+  return layer < 0 ? layer + layers : layer;
+}
+
 // --predict: the saved model's verdict on one sentence, and its attention as a heatmap.
 int predict(const examples::CommonOptions& common, const std::string& sentence, int64_t layer, int64_t head) {
   const Device device = examples::setup_run(common);
@@ -392,9 +400,7 @@ int predict(const examples::CommonOptions& common, const std::string& sentence, 
   EMBER_CHECK(!ids.empty(), "--predict: the sentence has no words to classify (got \"{}\")", sentence);
   EMBER_CHECK(static_cast<int64_t>(ids.size()) <= recipe.max_tokens,
               "--predict: the sentence has {} tokens; this model reads at most {}", ids.size(), recipe.max_tokens);
-  EMBER_CHECK(layer >= -recipe.layers && layer < recipe.layers, "--layer: {} is not a layer of this {}-layer model",
-              layer, recipe.layers);
-  EMBER_CHECK(head >= 0 && head < recipe.heads, "--head: {} is not a head of this {}-head model", head, recipe.heads);
+  const int64_t chosen_layer = chosen_layer_index(layer, head, recipe.layers, recipe.heads);
 
   NoGradGuard no_grad;
   const Tensor input = tensor(ids, {1, static_cast<int64_t>(ids.size())}).to(device);
@@ -413,7 +419,6 @@ int predict(const examples::CommonOptions& common, const std::string& sentence, 
               tokenizer.vocab_size());
   if (!unknown.empty()) fmt::print("not in the vocabulary (read as [UNK]): {}\n", fmt::join(unknown, ", "));
   fmt::print("{} (probability {:.3f})\n", kLabels[label], probabilities.at<float>(0, label));
-  const int64_t chosen_layer = layer < 0 ? layer + recipe.layers : layer;
   draw_attention(common, sentence, model.attention_weights(input)[chosen_layer], tokens, chosen_layer, head);
   return 0;
 }
@@ -426,9 +431,7 @@ int predict_bert(const examples::CommonOptions& common, const std::string& sente
   nn::load(model, common.out_path("model.safetensors"));
   model.to(device);
   model.eval();
-  const int64_t layers = config.num_hidden_layers, heads = config.num_attention_heads;
-  EMBER_CHECK(layer >= -layers && layer < layers, "--layer: {} is not a layer of this {}-layer model", layer, layers);
-  EMBER_CHECK(head >= 0 && head < heads, "--head: {} is not a head of this {}-head model", head, heads);
+  const int64_t chosen_layer = chosen_layer_index(layer, head, config.num_hidden_layers, config.num_attention_heads);
 
   const auto tokenizer = bert_tokenizer(common);
   const std::vector<int64_t> ids = bert_pieces(tokenizer, sentence, bert_max_tokens(config));
@@ -440,7 +443,6 @@ int predict_bert(const examples::CommonOptions& common, const std::string& sente
   const std::vector<std::string> tokens = tokenizer.ids_to_tokens(ids);
   fmt::print("word pieces: {}\n", fmt::join(tokens, " "));
   fmt::print("{} (probability {:.3f})\n", kLabels[label], probabilities.at<float>(0, label));
-  const int64_t chosen_layer = layer < 0 ? layer + layers : layer;
   draw_attention(common, sentence, model.bert->attention_weights(input)[chosen_layer], tokens, chosen_layer, head);
   return 0;
 }

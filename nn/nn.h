@@ -6,6 +6,7 @@
 #include "nn/adam.h"
 #include "nn/attention.h"
 #include "nn/bert.h"
+#include "nn/bert_neighbour_heads.h"
 #include "nn/causal_lm.h"
 #include "nn/checkpoint.h"
 #include "nn/clip_grad.h"
