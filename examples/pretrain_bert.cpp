@@ -5,7 +5,7 @@
 // --model bert --init-from out/pretrain_bert then fine-tunes it on the 2,400 labelled sentences.
 //
 //   bash scripts/fetch_data.sh sotu moby-dick sentiment bert-vocab
-//   ./build/examples/pretrain_bert                          # 18 minutes on 2 cores (bf16)
+//   ./build/examples/pretrain_bert                          # 19 minutes on 2 cores (bf16)
 //   ./build/examples/pretrain_bert --fill "the food was [MASK] ."
 //
 // The recipe, stage by stage:
@@ -29,7 +29,7 @@
 //      started with two heads of the first layer looking at the pieces just before and after
 //      (nn::init_neighbour_heads, --init neighbours): from BERT's own initialisation (--init bert)
 //      every head spreads its attention evenly, the model predicts a [MASK] from the bag of
-//      pieces around it, and in 20 minutes on 2 cores it never learns to look next door.
+//      pieces around it, and in 20 minutes on 2 cores it does not learn to look next door.
 //   6. Training: 9,000 steps of AdamW (lr 1e-3, weight decay 0.01), warm-up then cosine decay
 //      (stopped early when --minutes, 20, run out), batches of 32 sequences, dropout 0.1,
 //      bfloat16 autocast when the CPU multiplies bfloat16 (--precision), a progress bar, a
