@@ -111,7 +111,8 @@ void init_neighbour_heads(BertModel& bert, const NeighbourHeadsOptions& options)
 
   // Layer 0, heads 0 and 1 (rows [h * head_size, (h + 1) * head_size) of the query and key
   // weights, [out, in]): the key copies the position pairs, the query rotates each pair by one
-  // position's angle, back for head 0 and ahead for head 1. Their biases are BERT's zeros.
+  // position's angle, back for head 0 and ahead for head 1. Their biases are left as they are:
+  // zero in a fresh BERT, which is what this is for.
   const Tensor query = parameter(bert, "encoder.layer.0.attention.self.query.weight");
   const Tensor key = parameter(bert, "encoder.layer.0.attention.self.key.weight");
   std::vector<double> q = host_values(query), k_values = host_values(key);
