@@ -117,3 +117,32 @@ TEST_CASE("arithmetic with a scalar converts it to the tensor's dtype, as PyTorc
   CHECK(x.to_vector<double>() == std::vector<double>{kInf, kInf});
   CHECK_THROWS_WITH_ALL(add(tensor({1, 2}), 1e300), "add", "int64");
 }
+
+// PyTorch's int64 tensors wrap around past int64's range (two's complement); in C++ a signed
+// overflow is undefined behaviour, which the sanitized run of this suite would stop on.
+TEST_CASE("int64 arithmetic wraps around past int64's range, as PyTorch's does") {
+  const Tensor largest = tensor<int64_t>({kMax64, kMax64}), smallest = tensor<int64_t>({kMin64, kMin64});
+  CHECK(add(largest, tensor<int64_t>({1, 2})).to_vector<int64_t>() == std::vector<int64_t>{kMin64, kMin64 + 1});
+  CHECK(sub(smallest, tensor<int64_t>({1, 2})).to_vector<int64_t>() == std::vector<int64_t>{kMax64, kMax64 - 1});
+  CHECK(mul(largest, tensor<int64_t>({2, -1})).to_vector<int64_t>() == std::vector<int64_t>{-2, kMin64 + 1});
+  CHECK(mul(tensor<int64_t>({int64_t{1} << 62}), tensor<int64_t>({4})).item<int64_t>() == 0);
+  // The single-element operand takes the hoisted-scalar loop; the scalar overloads go through it.
+  CHECK(add(largest, 1.0).to_vector<int64_t>() == std::vector<int64_t>{kMin64, kMin64});
+  CHECK(mul(smallest, -1.0).to_vector<int64_t>() == std::vector<int64_t>{kMin64, kMin64});
+  Tensor written = largest.clone();
+  written.add_(tensor<int64_t>({1, 1}), 3.0);
+  CHECK(written.to_vector<int64_t>() == std::vector<int64_t>{kMin64 + 2, kMin64 + 2});
+  CHECK(neg(smallest).to_vector<int64_t>() == std::vector<int64_t>{kMin64, kMin64});
+  CHECK(abs(smallest).to_vector<int64_t>() == std::vector<int64_t>{kMin64, kMin64});
+  CHECK(neg(tensor<int64_t>({kMax64, 0})).to_vector<int64_t>() == std::vector<int64_t>{kMin64 + 1, 0});
+  // Sums: the contiguous row loop and the column loop.
+  CHECK(sum(tensor<int64_t>({kMax64, 1, 1})).item<int64_t>() == kMin64 + 1);
+  CHECK(sum(tensor<int64_t>({kMax64, kMax64, 1, 2}, {2, 2}), {0}).to_vector<int64_t>() ==
+        std::vector<int64_t>{kMin64, kMin64 + 1});
+  // index_add and scatter_add (the kernels under gather's and index_select's backward).
+  Tensor target = tensor<int64_t>({kMax64, 0});
+  kernels::index_add[DeviceType::CPU](target, tensor<int64_t>({1, 1}), 0, tensor<int64_t>({0, 0}));
+  CHECK(target.to_vector<int64_t>() == std::vector<int64_t>{kMin64 + 1, 0});
+  kernels::scatter_add[DeviceType::CPU](target, tensor<int64_t>({-2}), 0, tensor<int64_t>({0}));
+  CHECK(target.to_vector<int64_t>() == std::vector<int64_t>{kMax64, 0});
+}

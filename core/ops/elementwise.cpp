@@ -6,6 +6,7 @@
 #include "core/autocast.h"
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
+#include "core/cpu/wrapping.h"
 #include "core/dispatch.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
@@ -64,9 +65,10 @@ template <class T>
 void arithmetic_cpu(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   using C = compute_type<T>;
   switch (op) {
-    case BinaryOp::Add: return binary_loop<T, T>(out, a, b, [](C x, C y) { return x + y; });
-    case BinaryOp::Sub: return binary_loop<T, T>(out, a, b, [](C x, C y) { return x - y; });
-    case BinaryOp::Mul: return binary_loop<T, T>(out, a, b, [](C x, C y) { return x * y; });
+    // int64 wraps around past its range, as in PyTorch (cpu/wrapping.h).
+    case BinaryOp::Add: return binary_loop<T, T>(out, a, b, [](C x, C y) { return cpu::wrapping_add(x, y); });
+    case BinaryOp::Sub: return binary_loop<T, T>(out, a, b, [](C x, C y) { return cpu::wrapping_sub(x, y); });
+    case BinaryOp::Mul: return binary_loop<T, T>(out, a, b, [](C x, C y) { return cpu::wrapping_mul(x, y); });
     case BinaryOp::Div: return binary_loop<T, T>(out, a, b, [](C x, C y) { return x / y; });
     case BinaryOp::Pow:
       if constexpr (is_floating_element<T>) {

@@ -7,6 +7,7 @@
 
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
+#include "core/cpu/wrapping.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -85,7 +86,8 @@ EMBER_REGISTER_KERNEL(kernels::index_select, DeviceType::CPU, index_select_cpu);
 // Calls add_into.template operator()<T, Total>(total) with T target's element type and total
 // the tensor that index_add and scatter_add add into: target itself (Total = T), or for a 16-bit
 // target a float32 copy of it (Total = float), rounded back into target once at the end. Adding
-// into the 16-bit target directly would round after every term that a repeated index brings.
+// into the 16-bit target directly would round after every term that a repeated index brings. An
+// int64 total wraps around past int64's range, as PyTorch's does (cpu/wrapping.h).
 template <class AddInto>
 void accumulate_into(const Tensor& target, const char* op, AddInto add_into) {
   visit_any_numeric(target.dtype(), op, [&]<class T>() {
@@ -128,7 +130,7 @@ void index_add_cpu(const Tensor& target, const Tensor& source, int64_t dim, cons
         Total* to_row = to + (o * size + idx[j]) * inner;
         const T* from_row = from + (o * count + j) * inner;
 #pragma omp simd
-        for (int64_t i = i0; i < i1; ++i) to_row[i] += from_row[i];
+        for (int64_t i = i0; i < i1; ++i) to_row[i] = cpu::wrapping_add(to_row[i], static_cast<Total>(from_row[i]));
       }
     });
   });
@@ -176,7 +178,10 @@ void scatter_add_cpu(const Tensor& target, const Tensor& source, int64_t dim, co
       Total* base = to + outer_offsets[o];
       for (int64_t j = 0; j < count; ++j) {
         const int64_t row = (o * count + j) * inner;
-        for (int64_t i = i0; i < i1; ++i) base[idx[row + i] * step + inner_offsets[i]] += from[row + i];
+        for (int64_t i = i0; i < i1; ++i) {
+          Total& to_element = base[idx[row + i] * step + inner_offsets[i]];
+          to_element = cpu::wrapping_add(to_element, static_cast<Total>(from[row + i]));
+        }
       }
     });
   });

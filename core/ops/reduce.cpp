@@ -12,6 +12,7 @@
 #include "core/autograd/record.h"
 #include "core/cpu/reduction_layout.h"
 #include "core/cpu/vector_math.h"
+#include "core/cpu/wrapping.h"
 #include "core/dispatch.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -46,8 +47,10 @@ namespace {
 // Float32 sums accumulate in double, so long rows and columns keep their precision: a float32
 // running total of n terms drifts by up to about n * 2^-24 of it. The 16-bit formats compute in
 // float and accumulate in double as float32 does, so their one rounding is that of the result.
+// int64 totals accumulate in uint64, so a sum past int64's range wraps around as PyTorch's does
+// (cpu/wrapping.h) where an int64 total would be undefined behaviour.
 template <class T>
-using Accumulator = std::conditional_t<std::is_same_v<compute_type<T>, float>, double, T>;
+using Accumulator = std::conditional_t<std::is_same_v<compute_type<T>, float>, double, cpu::wrapping_t<T>>;
 
 // Kernels that need scratch per column work on tiles of this many columns.
 constexpr int64_t kColumnTile = 64;

@@ -7,6 +7,7 @@
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
 #include "core/cpu/vector_math.h"
+#include "core/cpu/wrapping.h"
 #include "core/ops/clamp_bounds.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -57,8 +58,9 @@ void math_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
   using cpu::for_each_element;
   using C = compute_type<T>;
   switch (op) {
-    case UnaryOp::Neg: return for_each_element<T, T>(out, {x}, [](C v) { return -v; });
-    case UnaryOp::Abs: return for_each_element<T, T>(out, {x}, [](C v) { return v < 0 ? -v : v; });
+    // int64's smallest negates to itself, as in PyTorch (cpu/wrapping.h).
+    case UnaryOp::Neg: return for_each_element<T, T>(out, {x}, [](C v) { return cpu::wrapping_neg(v); });
+    case UnaryOp::Abs: return for_each_element<T, T>(out, {x}, [](C v) { return v < 0 ? cpu::wrapping_neg(v) : v; });
     case UnaryOp::Relu: return for_each_element<T, T>(out, {x}, [](C v) { return v > 0 ? v : C(0); });
     case UnaryOp::Sign: return for_each_element<T, T>(out, {x}, [](C v) { return C((v > 0) - (v < 0)); });
     default: break;

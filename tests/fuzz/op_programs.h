@@ -268,7 +268,7 @@ class OpProgram {
         [](double x, double y) { return std::isnan(x) || std::isnan(y) ? x + y : std::max(x, y); },
         [](double x, double y) { return std::isnan(x) || std::isnan(y) ? x + y : std::min(x, y); }};
     // The reference first: an int64 result beyond 2^52 is skipped before the call, as the
-    // double reference does not hold it exactly and int64 overflow is undefined behaviour.
+    // double reference does not hold it exactly (and past int64, int64 wraps around).
     const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "reference");
     const std::vector<double> x = op_reference::broadcast_values(a, shape);
     const std::vector<double> y = op_reference::broadcast_values(b, shape);
@@ -431,7 +431,7 @@ class OpProgram {
       if (std::abs(v) > 1e30) return;  // overflow in the dtype's own accumulation order is not a wrong answer
       total_magnitude += std::abs(v);
     }
-    if (x.dtype() == kInt64 && total_magnitude > 0x1p52) return;  // int64 overflow is undefined behaviour
+    if (x.dtype() == kInt64 && total_magnitude > 0x1p52) return;  // past 2^52 the double reference is inexact
     const int64_t dim = static_cast<int64_t>(bytes_.choose(static_cast<size_t>(x.dim())));
     const bool keepdim = bytes_.choose(2);
     const size_t which = bytes_.choose(3);
@@ -473,7 +473,7 @@ class OpProgram {
       for (const Tensor& t : {a, b}) {
         for (double v : t.to_vector<double>()) largest = std::max(largest, std::abs(v));
       }
-      if (largest > 0x1p20) return;  // int64 products past int64 are undefined behaviour
+      if (largest > 0x1p20) return;  // keeps int64 sums of products within the double reference
     }
     const Tensor result = matmul(a, b);
     if (a.dim() != 2 || b.dim() != 2) return;  // the reference covers matrices
