@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ember's libFuzzer targets (tests/fuzz/), one after the other, each for a fixed time, from
+# Runs ember's libFuzzer targets (tests/fuzz/), one per core at a time, each for a fixed time, from
 # the seed corpus that write_seeds makes with ember, the inputs that once found a bug
 # (tests/fuzz/regressions/<target>/) and what earlier runs in the same build folder found.
 #
@@ -29,23 +29,43 @@ if [ -x /usr/lib/llvm-16/bin/llvm-symbolizer ]; then export ASAN_SYMBOLIZER_PATH
 corpus="$build/fuzz/corpus"
 "$fuzz_bin/write_seeds" "$build/fuzz/seeds" >/dev/null
 
-failed=()
-total=0
-for target in "${targets[@]}"; do
-  mkdir -p "$corpus/$target" "$build/fuzz/findings/$target" "$build/fuzz/logs"
-  inputs=("$corpus/$target" "$build/fuzz/seeds/$target")
+# Fuzzes one target for $seconds; its exit status is libFuzzer's (non-zero: a finding).
+fuzz_one() {
+  local target="$1"
+  mkdir -p "$corpus/$target" "$build/fuzz/findings/$target"
+  local inputs=("$corpus/$target" "$build/fuzz/seeds/$target")
   [ -d "tests/fuzz/regressions/$target" ] && inputs+=("tests/fuzz/regressions/$target")
   # The targets that read JSON mutate with its grammar's pieces as well.
-  dictionary=()
+  local dictionary=()
   case "$target" in
     fuzz_safetensors|fuzz_checkpoint|fuzz_tokenizer_file|fuzz_wordpiece_file|fuzz_bpe_file|fuzz_bert_vocab|fuzz_sentiment|fuzz_example_config)
       dictionary=(-dict=tests/fuzz/json.dict) ;;
   esac
-  log="$build/fuzz/logs/$target.log"
   # -timeout: one input taking 10 s is a hang. -rss_limit_mb: a loader that asks for gigabytes
   # on a small file is a finding too.
-  if "$fuzz_bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "${dictionary[@]}" \
-       -artifact_prefix="$build/fuzz/findings/$target/" "${inputs[@]}" >"$log" 2>&1; then
+  "$fuzz_bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "${dictionary[@]}" \
+    -artifact_prefix="$build/fuzz/findings/$target/" "${inputs[@]}" >"$build/fuzz/logs/$target.log" 2>&1
+}
+
+# The targets run side by side, one per core (EMBER_FUZZ_JOBS to choose), each on one OpenMP
+# thread: a target is one process that runs its inputs one after another, so two of them on two
+# cores each get as many executions as one alone, in half the wall time.
+jobs_at_once="${EMBER_FUZZ_JOBS:-$(nproc)}"
+export OMP_NUM_THREADS=1
+mkdir -p "$build/fuzz/logs"
+for target in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_at_once" ]; do wait -n || true; done
+  rm -f "$build/fuzz/logs/$target.found"
+  { fuzz_one "$target" || touch "$build/fuzz/logs/$target.found"; } &
+done
+wait
+
+# The reports, in the targets' order.
+failed=()
+total=0
+for target in "${targets[@]}"; do
+  log="$build/fuzz/logs/$target.log"
+  if [ ! -e "$build/fuzz/logs/$target.found" ]; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     coverage=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
     echo "fuzz: $target: ${runs:-?} executions in ${seconds} s, coverage ${coverage:-?} edges, nothing found"
