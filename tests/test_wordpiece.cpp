@@ -9,6 +9,7 @@
 #include "helpers.h"
 #include "nn/text/tokenizer.h"
 #include "nn/text/wordpiece.h"
+#include "nn/text/wordpiece_pruning.h"
 #include "scratch_files.h"
 
 using namespace ember;
@@ -309,4 +310,46 @@ TEST_CASE("WordPiece refuses bad vocabularies and bad files, naming them") {
   other_type["type"] = "bpe";
   write_text_file(saved, other_type.dump());
   CHECK_THROWS_WITH_ALL(WordPieceTokenizer::load(saved), saved.c_str(), "'type'", "'bpe'");
+}
+
+// A vocabulary where each piece's fate in pruning is known: how often the corpus uses it, and
+// whether it is a character a corpus word needs.
+TEST_CASE("prune_wordpiece_vocabulary keeps the specials, every character and the most used pieces") {
+  const WordPieceTokenizer full({"[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "c", "a", "t", "s",
+                                 "##c", "##a", "##t", "##s", "cat", "cats", "##at", "at", "sat", "zebra", "!"});
+  // Under the full vocabulary "cat" is used 3 times, "sat" 2, "at" and "!" once; cats, zebra never.
+  const std::vector<std::string> corpus{"cat cat sat", "Cat sat at!"};
+  // The 5 specials ([unused0] is not one) and the 6 characters c a s ##a ##t ! are needed: 11.
+  const WordPieceTokenizer pruned = prune_wordpiece_vocabulary(full, corpus, 12);
+  // One slot left over: "cat", the most used piece. No word starts with t, so "t" is not needed.
+  CHECK(pruned.vocab_size() == 12);
+  CHECK(pruned.vocabulary().tokens() ==
+        Pieces{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "c", "a", "s", "##a", "##t", "cat", "!"});
+  CHECK(pruned.pad_id() == 0);
+  CHECK(pruned.cls_id() == 2);
+  CHECK(pruned.mask_id() == 4);
+  // Every corpus word is still covered, in more pieces where a long one went: "sat" is s ##a ##t.
+  CHECK(pruned.tokenize("Cat sat at!") == Pieces{"cat", "s", "##a", "##t", "a", "##t", "!"});
+  CHECK(pruned.decode(pruned.encode("cat sat at!")) == full.decode(full.encode("cat sat at!")));
+  // Room for everything used: unused pieces (cats, zebra, ##c, ##s, [unused0]) stay out.
+  const WordPieceTokenizer roomy = prune_wordpiece_vocabulary(full, corpus, 1000);
+  CHECK(roomy.vocabulary().tokens() ==
+        Pieces{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "c", "a", "s", "##a", "##t", "cat", "at", "sat", "!"});
+  CHECK(roomy.options().lowercase == full.options().lowercase);
+
+  CHECK_THROWS_WITH_ALL(prune_wordpiece_vocabulary(full, corpus, 10), "prune_wordpiece_vocabulary", "6 characters",
+                        "11 tokens", "size 10");
+  CHECK_THROWS_WITH_ALL(prune_wordpiece_vocabulary(full, corpus, 0), "prune_wordpiece_vocabulary", "positive");
+}
+
+TEST_CASE("save_vocab_txt writes what from_vocab_txt reads, and refuses a token with a line break") {
+  ScratchDir dir("wordpiece");
+  const WordPieceTokenizer bert = fixture_tokenizer(dir);
+  bert.save_vocab_txt(dir.file("vocab.txt"));
+  const WordPieceTokenizer read = WordPieceTokenizer::from_vocab_txt(dir.file("vocab.txt"));
+  CHECK(read.vocabulary().tokens() == bert.vocabulary().tokens());
+  CHECK(read.encode("time flies like an arrow") == Ids{2051, 10029, 2066, 2019, 8612});
+  const WordPieceTokenizer broken({"[UNK]", "a\nb"});
+  CHECK_THROWS_WITH_ALL(broken.save_vocab_txt(dir.file("broken.txt")), "save_vocab_txt", "token 1", "line break");
+  CHECK(!std::filesystem::exists(dir.file("broken.txt")));
 }

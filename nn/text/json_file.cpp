@@ -180,6 +180,10 @@ void write_json_file(const std::string& path, const ordered_json& document, cons
   } catch (const json::exception& error) {
     fail("{}: cannot write '{}': a token is not valid UTF-8 ({})", who, path, error.what());
   }
+  write_text_file_atomically(path, text, who);
+}
+
+void write_text_file_atomically(const std::string& path, std::string_view text, const std::string& who) {
   const std::string temporary = temporary_path_for(path);
   {
     std::ofstream file(temporary, std::ios::binary | std::ios::trunc);

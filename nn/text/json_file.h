@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nn/text/tokenizer.h"
@@ -57,5 +58,8 @@ nlohmann::ordered_json tokenizer_document(const std::string& type, const Special
 // Writes `document` to `path` atomically, one array element per line so that vocabularies read
 // like lists. Strings must be valid UTF-8.
 void write_json_file(const std::string& path, const nlohmann::ordered_json& document, const std::string& who);
+// Writes `text` to `path` atomically (a temporary file beside it, renamed over it); `who` names
+// the caller in the error.
+void write_text_file_atomically(const std::string& path, std::string_view text, const std::string& who);
 
 }  // namespace ember::text

@@ -8,4 +8,5 @@
 #include "nn/text/vocabulary.h"
 #include "nn/text/word_tokenizer.h"
 #include "nn/text/wordpiece.h"
+#include "nn/text/wordpiece_pruning.h"
 #include "nn/text/words.h"

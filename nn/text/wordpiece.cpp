@@ -121,6 +121,18 @@ void WordPieceTokenizer::save(const std::string& path) const {
   write_json_file(path, document, "WordPieceTokenizer::save");
 }
 
+void WordPieceTokenizer::save_vocab_txt(const std::string& path) const {
+  std::string text;
+  for (const std::string& token : vocabulary_.tokens()) {
+    EMBER_CHECK(token.find_first_of("\r\n") == std::string::npos,
+                "WordPieceTokenizer::save_vocab_txt: '{}': the token {} holds a line break", path,
+                vocabulary_.id(token));
+    text += token;
+    text += '\n';
+  }
+  write_text_file_atomically(path, text, "WordPieceTokenizer::save_vocab_txt");
+}
+
 std::vector<std::string> WordPieceTokenizer::basic_tokenize(const std::string& text) const {
   // BERT removes NUL, U+FFFD (which is also what malformed bytes decode to) and control
   // characters, and turns every kind of whitespace into a plain space.

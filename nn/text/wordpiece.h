@@ -61,6 +61,10 @@ class WordPieceTokenizer : public Tokenizer {
   std::string decode(const std::vector<int64_t>& ids) const override;
 
   void save(const std::string& path) const override;
+  // Writes the vocabulary as a vocab.txt (one token a line, in id order, BERT's notation), the
+  // file Hugging Face keeps beside a model's config.json; from_vocab_txt reads it back. Throws
+  // ember::Error when a token holds a line break, which the format cannot hold.
+  void save_vocab_txt(const std::string& path) const;
 
  private:
   // Appends the ids of one word's pieces, or [UNK].
