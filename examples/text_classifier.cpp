@@ -32,6 +32,7 @@
 #include <span>
 #include <nlohmann/json.hpp>
 
+#include "common/bert_vocabulary.h"
 #include "common/config_values.h"
 #include "common/file_names.h"
 #include "common/options.h"
@@ -236,20 +237,27 @@ std::vector<int64_t> bert_pieces(const text::WordPieceTokenizer& tokenizer, cons
   return pieces;
 }
 
-text::WordPieceTokenizer bert_tokenizer(const examples::CommonOptions& common) {
-  return text::WordPieceTokenizer::from_bert_vocab_json(datasets::data_path(common.data_dir, "bert-vocab", "bert/vocab.json"));
+// --model bert's word pieces: the vocab.txt given (--vocab), else the --init-from folder's own
+// (pretrain_bert writes one), else BERT's uncased vocabulary.
+text::WordPieceTokenizer bert_tokenizer(const examples::CommonOptions& common, const std::string& init_from,
+                                        const std::string& vocab) {
+  if (!vocab.empty()) return text::WordPieceTokenizer::from_vocab_txt(vocab);
+  return examples::bert_vocabulary(common.data_dir, init_from);
 }
 
 // --model bert: the lesson's third step. BertForSequenceClassification reads the sentences as
-// BERT's word pieces ([CLS] ... [SEP]) and classifies the pooled [CLS] state. With --init-from,
-// its encoder starts from a pretrained one (examples/pretrain_bert) and learns at 0.3 of the
-// head's rate (--encoder-lr-factor), after a warm-up: large early updates would wash out what
-// pretraining put there (0.3 did best of 0.1, 0.3, 0.5 and 1 in the lesson's table); --freeze-encoder trains the head alone (the linear probe). Without
-// --init-from the same network starts from random weights, the fair from-scratch comparison.
+// word pieces ([CLS] ... [SEP]) and classifies the pooled [CLS] state. With --init-from, its
+// encoder starts from a pretrained one (examples/pretrain_bert), reads text with that folder's
+// vocab.txt, and learns at 0.3 of the head's rate (--encoder-lr-factor), after a warm-up: large
+// early updates would wash out what pretraining put there (0.1 x loses 3 points, 1 x 1.4 in the
+// lesson's table). --freeze-encoder trains the head alone (the linear probe). Without
+// --init-from the same network starts from random weights, the fair from-scratch comparison
+// (--vocab gives it the pretrained model's word pieces).
 int fine_tune_bert(const examples::CommonOptions& common, Device device, const datasets::SentimentData& data,
-                   const std::string& init_from, bool freeze_encoder, double encoder_lr_factor, int64_t epochs,
-                   int64_t batch_size, double lr, double weight_decay, double minutes) {
-  const auto tokenizer = bert_tokenizer(common);
+                   const std::string& init_from, const std::string& vocab, bool freeze_encoder,
+                   double encoder_lr_factor, int64_t epochs, int64_t batch_size, double lr, double weight_decay,
+                   double minutes) {
+  const auto tokenizer = bert_tokenizer(common, init_from, vocab);
   std::shared_ptr<nn::BertForSequenceClassification> bert;
   if (!init_from.empty()) {
     bert = nn::BertForSequenceClassification::from_pretrained(init_from, /*num_labels=*/2);
@@ -258,6 +266,7 @@ int fine_tune_bert(const examples::CommonOptions& common, Device device, const d
     EMBER_CHECK(!freeze_encoder, "text_classifier: --freeze-encoder needs --init-from: a frozen random encoder "
                 "has nothing to offer the head");
     nn::BertConfig config;  // pretrain_bert's network, from scratch
+    config.vocab_size = tokenizer.vocab_size();
     config.hidden_size = 128;
     config.num_hidden_layers = 2;
     config.num_attention_heads = 4;
@@ -268,7 +277,9 @@ int fine_tune_bert(const examples::CommonOptions& common, Device device, const d
     fmt::print("model: BertForSequenceClassification from scratch\n");
   }
   EMBER_CHECK(bert->bert->config().vocab_size == tokenizer.vocab_size(), "text_classifier: {} has a vocabulary of "
-              "{}, BERT's word pieces number {}", init_from, bert->bert->config().vocab_size, tokenizer.vocab_size());
+              "{}, the word pieces ({}) number {}", init_from, bert->bert->config().vocab_size,
+              vocab.empty() ? "its vocab.txt, or BERT's" : vocab, tokenizer.vocab_size());
+  fmt::print("vocabulary: {} word pieces\n", tokenizer.vocab_size());
   const int64_t max_tokens = bert_max_tokens(bert->bert->config());
   const auto encode = [&](const std::vector<datasets::LabelledText>& sentences) {
     std::vector<std::vector<int64_t>> ids;
@@ -356,6 +367,7 @@ int fine_tune_bert(const examples::CommonOptions& common, Device device, const d
   train::plot_metrics_csv(log.path(), init_from.empty() ? "BERT from scratch" : "BERT fine-tuned");
   nn::save(*bert, common.out_path("model.safetensors"));  // with config.json, what --predict reads
   bert->bert->config().to_json_file(common.out_path("config.json"));
+  tokenizer.save_vocab_txt(common.out_path("vocab.txt"));
   fmt::print("test accuracy {:.1f}% after {} steps in {:.0f} s (best epoch {:.1f}%)\n", 100 * last.accuracy,
              std::min(step, total_steps), std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
              100 * best.accuracy);
@@ -433,7 +445,7 @@ int predict_bert(const examples::CommonOptions& common, const std::string& sente
   model.eval();
   const int64_t chosen_layer = chosen_layer_index(layer, head, config.num_hidden_layers, config.num_attention_heads);
 
-  const auto tokenizer = bert_tokenizer(common);
+  const auto tokenizer = examples::bert_vocabulary(common.data_dir, common.out_dir);  // the vocab.txt saved with it
   const std::vector<int64_t> ids = bert_pieces(tokenizer, sentence, bert_max_tokens(config));
   EMBER_CHECK(ids.size() > 2, "--predict: the sentence has no words to classify (got \"{}\")", sentence);
   NoGradGuard no_grad;
@@ -458,7 +470,7 @@ int main(int argc, char** argv) {
   double lr = 1e-3, weight_decay = 0.01, minutes = 2.0;
   std::string sentence, model_kind = "transformer";
   int64_t layer = -1, head = 0;
-  std::string init_from;
+  std::string init_from, vocab;
   bool freeze_encoder = false;
   double encoder_lr_factor = 0.3;
   app.add_option("--model", model_kind, "transformer (the demo's); bow: the bag-of-words baseline (logistic "
@@ -468,6 +480,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--init-from", init_from, "--model bert: start from this pretrained BERT folder (config.json + "
                  "model.safetensors, e.g. out/pretrain_bert); the classification head starts fresh");
+  app.add_option("--vocab", vocab, "--model bert: the word pieces, a vocab.txt (default: the --init-from folder's "
+                 "own, else BERT's); from scratch, give the pretrained folder's to compare the same network")
+      ->check(CLI::ExistingFile);
   app.add_flag("--freeze-encoder", freeze_encoder, "--model bert: train only the head (pooler and classifier) on "
                "the frozen pretrained encoder, the linear-probe comparison");
   app.add_option("--encoder-lr-factor", encoder_lr_factor, "--model bert --init-from: the pretrained encoder's "
@@ -507,12 +522,12 @@ int main(int argc, char** argv) {
                data.empty_dropped + data.malformed_skipped);
 
     if (model_kind == "bert") {
-      return fine_tune_bert(common, device, data, init_from, freeze_encoder, encoder_lr_factor,
+      return fine_tune_bert(common, device, data, init_from, vocab, freeze_encoder, encoder_lr_factor,
                             app.count("--epochs") ? epochs : 8, batch_size, app.count("--lr") ? lr : 1e-3,
                             weight_decay, minutes);
     }
-    EMBER_CHECK(init_from.empty() && !freeze_encoder, "text_classifier: --init-from and --freeze-encoder go with "
-                "--model bert");
+    EMBER_CHECK(init_from.empty() && vocab.empty() && !freeze_encoder, "text_classifier: --init-from, --vocab and "
+                "--freeze-encoder go with --model bert");
 
     // 2. Tokens: the vocabulary comes from the training split alone.
     text::WordTokenizerOptions tokenizer_options;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The worked examples refuse bad command lines with an error that names what is wrong: each
+# call below must exit with a failure status (not a crash), printing the text given. They are
+# all refused before any data set is read, so this runs without the data.
+#
+#   bash tests/examples/check_errors.sh build/examples
+set -uo pipefail
+examples="$1"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/pretrained"
+
+failures=0
+expect_error() {  # expect_error TEXT COMMAND...: COMMAND fails (status 1-127) and prints TEXT
+  local want="$1"
+  shift
+  local output status
+  output="$("$@" 2>&1)"
+  status=$?
+  if [ "$status" -ge 1 ] && [ "$status" -le 127 ] && grep -qF -- "$want" <<<"$output"; then
+    echo "ok: ${*#"$examples/"} -> $want"
+  else
+    echo "FAILED: $* exited $status and should have failed naming \"$want\"; it printed:"
+    tail -n 5 <<<"$output"
+    failures=$((failures + 1))
+  fi
+}
+
+# pretrain_bert --init-from brings its own shape and vocabulary.
+for option in "--hidden 64" "--layers 3" "--heads 2" "--init bert" "--init-range 0.05" "--dropout 0.2" \
+              "--vocab bert" "--vocab-size 4000"; do
+  # shellcheck disable=SC2086  # the option and its value are two words
+  expect_error "pretrain_bert: ${option%% *} shapes a fresh model, but --init-from $scratch/pretrained brings its own" \
+    "$examples/pretrain_bert" --init-from "$scratch/pretrained" $option --out "$scratch/out"
+done
+expect_error "--init-from: Directory does not exist" "$examples/pretrain_bert" --init-from "$scratch/absent"
+expect_error "--vocab: small not in {corpus,bert}" "$examples/pretrain_bert" --vocab small
+expect_error "--vocab-size" "$examples/pretrain_bert" --vocab-size 0
+expect_error "--vocab: File does not exist" "$examples/text_classifier" --model bert --vocab "$scratch/absent.txt"
+
+exit $((failures > 0))
