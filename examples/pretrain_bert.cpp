@@ -5,7 +5,7 @@
 // --model bert --init-from out/pretrain_bert then fine-tunes it on the 2,400 labelled sentences.
 //
 //   bash scripts/fetch_data.sh sotu moby-dick sentiment bert-vocab
-//   ./build/examples/pretrain_bert                          # 9 minutes on 2 cores (bf16)
+//   ./build/examples/pretrain_bert                          # 10 minutes on 2 cores (bf16)
 //   ./build/examples/pretrain_bert --fill "the food was [MASK] ."
 //
 // The recipe, stage by stage:
@@ -20,7 +20,7 @@
 //      (text::prune_wordpiece_vocabulary, --vocab corpus --vocab-size 8000). Of BERT's 30,522
 //      pieces, 2 million words use most rarely: their embedding rows learn little, and the
 //      output layer over all of them is about half of each step. Pruned, the step is twice as
-//      fast and the fine-tuned classifier 2 points better (examples/README.md). Text is still
+//      fast and the fine-tuned classifier better (examples/README.md). Text is still
 //      cut as BERT cuts it, into BERT's pieces, shorter ones where a long piece was left out;
 //      --vocab bert keeps all 30,522. The vocabulary is written beside the model (vocab.txt).
 //   3. Sequences: the word pieces of every document one after another, cut into sequences of

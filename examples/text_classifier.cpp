@@ -249,8 +249,8 @@ text::WordPieceTokenizer bert_tokenizer(const examples::CommonOptions& common, c
 // word pieces ([CLS] ... [SEP]) and classifies the pooled [CLS] state. With --init-from, its
 // encoder starts from a pretrained one (examples/pretrain_bert), reads text with that folder's
 // vocab.txt, and learns at 0.3 of the head's rate (--encoder-lr-factor), after a warm-up: large
-// early updates would wash out what pretraining put there (0.1 x loses 3 points, 1 x 1.4 in the
-// lesson's table). --freeze-encoder trains the head alone (the linear probe). Without
+// early updates would wash out what pretraining put there (examples/README.md has the lesson's
+// table for 0.1, 0.3, 0.5 and 1). --freeze-encoder trains the head alone (the linear probe). Without
 // --init-from the same network starts from random weights, the fair from-scratch comparison
 // (--vocab gives it the pretrained model's word pieces).
 int fine_tune_bert(const examples::CommonOptions& common, Device device, const datasets::SentimentData& data,
