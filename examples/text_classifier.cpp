@@ -11,6 +11,8 @@
 //
 // The recipe, stage by stage:
 //   1. Data: 3,000 labelled sentences; every fifth one is held out for the test (600).
+//      --validation-fold K (1 to 5) holds out the K-th fifth of the 2,400 training sentences
+//      instead and measures on them: settings are chosen on these folds, never on the test.
 //   2. Tokens: a word-level vocabulary built from the training sentences only, lower-cased;
 //      words never seen in training become [UNK], as they would for a real user's sentence.
 //   3. Model: token + learned position embeddings, a 2-layer pre-LN encoder, the mean of the
@@ -149,17 +151,33 @@ Evaluation evaluate(Classifier& classifier, const std::vector<std::vector<int64_
   return {totals[0] / count, totals[1] / count};
 }
 
-// The end of an epoch (or of training): the test split's loss and accuracy, a row of the
+// The sentences a run is measured on: the test split, or with --validation-fold the fifth of
+// the training sentences held out. `name` ("test" or "validation") labels the printed lines and
+// the metrics CSV's columns, so a validation run can never be mistaken for a test figure.
+struct MeasuredSplit {
+  std::string name;
+  std::vector<datasets::LabelledText> sentences;
+
+  std::vector<int64_t> labels() const {
+    std::vector<int64_t> out;
+    for (const auto& sentence : sentences) out.push_back(sentence.label);
+    return out;
+  }
+  std::vector<std::string> csv_columns() const { return {"train_loss", name + "_loss", name + "_accuracy", "lr"}; }
+};
+
+// The end of an epoch (or of training): the measured split's loss and accuracy, a row of the
 // metrics CSV and a line above the progress bar.
-Evaluation report_epoch(Classifier& classifier, const std::vector<std::vector<int64_t>>& test_ids,
-                        const std::vector<int64_t>& test_labels, Device device, int64_t step, int64_t steps_per_epoch,
-                        double train_loss, double lr, train::MetricsLog& log, train::ProgressBar& progress) {
-  const Evaluation test = evaluate(classifier, test_ids, test_labels, device);
-  log.write(step, {{"train_loss", train_loss}, {"test_loss", test.loss}, {"test_accuracy", test.accuracy}, {"lr", lr}});
-  progress.print_line(fmt::format("epoch {:>2}  train loss {:.3f}  test loss {:.3f}  test accuracy {:.1f}%",
-                                  (step + steps_per_epoch - 1) / steps_per_epoch, train_loss, test.loss,
-                                  100 * test.accuracy));
-  return test;
+Evaluation report_epoch(Classifier& classifier, const MeasuredSplit& split, const std::vector<std::vector<int64_t>>& ids,
+                        Device device, int64_t step, int64_t steps_per_epoch, double train_loss, double lr,
+                        train::MetricsLog& log, train::ProgressBar& progress) {
+  const Evaluation measured = evaluate(classifier, ids, split.labels(), device);
+  log.write(step, {{"train_loss", train_loss}, {split.name + "_loss", measured.loss},
+                   {split.name + "_accuracy", measured.accuracy}, {"lr", lr}});
+  progress.print_line(fmt::format("epoch {:>2}  train loss {:.3f}  {} loss {:.3f}  {} accuracy {:.1f}%",
+                                  (step + steps_per_epoch - 1) / steps_per_epoch, train_loss, split.name,
+                                  measured.loss, split.name, 100 * measured.accuracy));
+  return measured;
 }
 
 // --model bow, the lesson's baseline: logistic regression on bag-of-words counts. Each sentence
@@ -180,8 +198,9 @@ Tensor word_counts(const std::vector<std::vector<int64_t>>& ids, int64_t vocab_s
 
 int train_bag_of_words(const examples::CommonOptions& common, Device device,
                        const std::vector<std::vector<int64_t>>& train_ids, const std::vector<int64_t>& train_labels,
-                       const std::vector<std::vector<int64_t>>& test_ids, const std::vector<int64_t>& test_labels,
+                       const MeasuredSplit& split, const std::vector<std::vector<int64_t>>& test_ids,
                        int64_t vocab_size, int64_t epochs, int64_t batch_size, double lr, double weight_decay) {
+  const std::vector<int64_t> test_labels = split.labels();
   const Tensor train_counts = word_counts(train_ids, vocab_size).to(device);
   const Tensor test_counts = word_counts(test_ids, vocab_size).to(device);
   const Tensor train_targets = tensor(train_labels, {static_cast<int64_t>(train_labels.size())}).to(device);
@@ -193,7 +212,9 @@ int train_bag_of_words(const examples::CommonOptions& common, Device device,
   nn::AdamW optimizer(model.parameters(), {.lr = lr, .weight_decay = weight_decay});
   datasets::BatchSchedule schedule =
       datasets::BatchSchedule::shuffled(static_cast<int64_t>(train_ids.size()), batch_size, common.seed);
-  train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "test_loss", "test_accuracy"});
+  std::vector<std::string> columns = split.csv_columns();
+  columns.pop_back();  // one learning rate throughout
+  train::MetricsLog log(common.out_path("metrics.csv"), columns);
   const auto started = std::chrono::steady_clock::now();
   double accuracy = 0;
   for (int64_t epoch = 0, step = 0; epoch < epochs; ++epoch) {
@@ -213,13 +234,15 @@ int train_bag_of_words(const examples::CommonOptions& common, Device device,
     const Tensor logits = model.forward(test_counts);
     const double test_loss = cross_entropy(logits, test_targets).item<double>();
     accuracy = eq(argmax(logits, -1), test_targets).to(kFloat64).mean().item<double>();
-    log.write(step, {{"train_loss", loss_sum / batches}, {"test_loss", test_loss}, {"test_accuracy", accuracy}});
-    fmt::print("epoch {:>2}  train loss {:.3f}  test loss {:.3f}  test accuracy {:.1f}%\n", epoch + 1,
-               loss_sum / batches, test_loss, 100 * accuracy);
+    log.write(step, {{"train_loss", loss_sum / batches}, {split.name + "_loss", test_loss},
+                     {split.name + "_accuracy", accuracy}});
+    fmt::print("epoch {:>2}  train loss {:.3f}  {} loss {:.3f}  {} accuracy {:.1f}%\n", epoch + 1,
+               loss_sum / batches, split.name, test_loss, split.name, 100 * accuracy);
   }
   train::plot_metrics_csv(log.path(), "bag-of-words baseline");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  fmt::print("test accuracy {:.1f}% (bag of words) after {} epochs in {:.1f} s\n", 100 * accuracy, epochs, seconds);
+  fmt::print("{} accuracy {:.1f}% (bag of words) after {} epochs in {:.1f} s\n", split.name, 100 * accuracy, epochs,
+             seconds);
   return 0;
 }
 
@@ -253,7 +276,8 @@ text::WordPieceTokenizer bert_tokenizer(const examples::CommonOptions& common, c
 // table for 0.1, 0.3, 0.5 and 1). --freeze-encoder trains the head alone (the linear probe). Without
 // --init-from the same network starts from random weights, the fair from-scratch comparison
 // (--vocab gives it the pretrained model's word pieces).
-int fine_tune_bert(const examples::CommonOptions& common, Device device, const datasets::SentimentData& data,
+int fine_tune_bert(const examples::CommonOptions& common, Device device,
+                   const std::vector<datasets::LabelledText>& train_sentences, const MeasuredSplit& split,
                    const std::string& init_from, const std::string& vocab, bool freeze_encoder,
                    double encoder_lr_factor, int64_t epochs, int64_t batch_size, double lr, double weight_decay,
                    double minutes) {
@@ -286,11 +310,10 @@ int fine_tune_bert(const examples::CommonOptions& common, Device device, const d
     for (const auto& sentence : sentences) ids.push_back(bert_pieces(tokenizer, sentence.text, max_tokens));
     return ids;
   };
-  const auto train_ids = encode(data.train), test_ids = encode(data.test);
-  std::vector<int64_t> train_labels, test_labels;
-  for (const auto& example : data.train) train_labels.push_back(example.label);
-  for (const auto& example : data.test) test_labels.push_back(example.label);
-  fmt::print("example: \"{}\" -> {}\n", data.train[0].text, fmt::join(tokenizer.ids_to_tokens(train_ids[0]), " "));
+  const auto train_ids = encode(train_sentences), measured_ids = encode(split.sentences);
+  std::vector<int64_t> train_labels;
+  for (const auto& example : train_sentences) train_labels.push_back(example.label);
+  fmt::print("example: \"{}\" -> {}\n", train_sentences[0].text, fmt::join(tokenizer.ids_to_tokens(train_ids[0]), " "));
   bert->to(device);
   Classifier classifier{bert, [&bert](const Tensor& ids, const Tensor& padding_mask) {
                           return bert->forward(ids, {.attention_mask = logical_not(padding_mask)});
@@ -323,7 +346,7 @@ int fine_tune_bert(const examples::CommonOptions& common, Device device, const d
              [&] { int64_t n = 0; for (const Tensor& p : head) n += p.numel(); return n; }(), lr,
              freeze_encoder ? std::string("frozen") : fmt::format("lr {}", encoder_lr));
 
-  train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "test_loss", "test_accuracy", "lr"});
+  train::MetricsLog log(common.out_path("metrics.csv"), split.csv_columns());
   train::ProgressBar progress(total_steps, {.label = "fine-tune", .unit = "sentences"});
   const train::Precision precision = common.precision_choice();
   nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});  // --precision fp16
@@ -352,7 +375,7 @@ int fine_tune_bert(const examples::CommonOptions& common, Device device, const d
     const bool out_of_time =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > 60 * minutes;
     if (step % steps_per_epoch == 0 || step == total_steps || out_of_time) {
-      last = report_epoch(classifier, test_ids, test_labels, device, step, steps_per_epoch, loss_sum / loss_count,
+      last = report_epoch(classifier, split, measured_ids, device, step, steps_per_epoch, loss_sum / loss_count,
                           optimizer.lr(0), log, progress);
       if (last.accuracy > best.accuracy) best = last;
       loss_sum = 0;
@@ -368,7 +391,7 @@ int fine_tune_bert(const examples::CommonOptions& common, Device device, const d
   nn::save(*bert, common.out_path("model.safetensors"));  // with config.json, what --predict reads
   bert->bert->config().to_json_file(common.out_path("config.json"));
   tokenizer.save_vocab_txt(common.out_path("vocab.txt"));
-  fmt::print("test accuracy {:.1f}% after {} steps in {:.0f} s (best epoch {:.1f}%)\n", 100 * last.accuracy,
+  fmt::print("{} accuracy {:.1f}% after {} steps in {:.0f} s (best epoch {:.1f}%)\n", split.name, 100 * last.accuracy,
              std::min(step, total_steps), std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
              100 * best.accuracy);
   return 0;
@@ -473,6 +496,7 @@ int main(int argc, char** argv) {
   std::string init_from, vocab;
   bool freeze_encoder = false;
   double encoder_lr_factor = 0.3;
+  int64_t validation_fold = 0;
   app.add_option("--model", model_kind, "transformer (the demo's); bow: the bag-of-words baseline (logistic "
                  "regression on word counts; defaults --epochs 20 --lr 0.01 --weight-decay 0.1); bert: "
                  "BertForSequenceClassification on BERT's word pieces, from --init-from or from scratch")
@@ -489,7 +513,10 @@ int main(int argc, char** argv) {
                  "learning rate, as a fraction of --lr (the head's)")
       ->check(examples::between(0.0, 1.0))
       ->capture_default_str();
-  app.add_option("--epochs", epochs, "passes over the 2,400 training sentences")->check(examples::above(0))->capture_default_str();
+  app.add_option("--validation-fold", validation_fold, "hold out the K-th fifth (1 to 5) of the training sentences, "
+                 "train on the rest and measure on it instead of the test split: for choosing settings")
+      ->check(CLI::Range(1, 5));
+  app.add_option("--epochs", epochs, "passes over the training sentences")->check(examples::above(0))->capture_default_str();
   app.add_option("--batch", batch_size, "sentences per step")->check(examples::above(0))->capture_default_str();
   app.add_option("--lr", lr, "peak learning rate (AdamW)")->check(examples::above(0))->capture_default_str();
   app.add_option("--weight-decay", weight_decay, "AdamW's decoupled weight decay")
@@ -514,15 +541,22 @@ int main(int argc, char** argv) {
 
     // 1. Data.
     const datasets::SentimentData data = datasets::load_sentiment(common.data_dir);
+    std::vector<datasets::LabelledText> train_sentences = data.train;
+    MeasuredSplit measured{"test", data.test};
+    if (validation_fold > 0) {  // the test sentences stay unread
+      datasets::FoldSplit<datasets::LabelledText> fold =
+          datasets::cross_validation_fold(data.train, validation_fold - 1, /*folds=*/5);
+      train_sentences = std::move(fold.train);
+      measured = {"validation", std::move(fold.validation)};
+    }
     std::vector<std::string> train_texts;
-    std::vector<int64_t> train_labels, test_labels;
-    for (const auto& example : data.train) train_texts.push_back(example.text), train_labels.push_back(example.label);
-    for (const auto& example : data.test) test_labels.push_back(example.label);
-    fmt::print("sentences: {} train, {} test ({} empty records dropped)\n", data.train.size(), data.test.size(),
-               data.empty_dropped + data.malformed_skipped);
+    std::vector<int64_t> train_labels;
+    for (const auto& example : train_sentences) train_texts.push_back(example.text), train_labels.push_back(example.label);
+    fmt::print("sentences: {} train, {} {} ({} empty records dropped)\n", train_sentences.size(),
+               measured.sentences.size(), measured.name, data.empty_dropped + data.malformed_skipped);
 
     if (model_kind == "bert") {
-      return fine_tune_bert(common, device, data, init_from, vocab, freeze_encoder, encoder_lr_factor,
+      return fine_tune_bert(common, device, train_sentences, measured, init_from, vocab, freeze_encoder, encoder_lr_factor,
                             app.count("--epochs") ? epochs : 8, batch_size, app.count("--lr") ? lr : 1e-3,
                             weight_decay, minutes);
     }
@@ -534,14 +568,14 @@ int main(int argc, char** argv) {
     tokenizer_options.lowercase = true;
     const text::WordTokenizer tokenizer = text::WordTokenizer::train(train_texts, tokenizer_options);
     recipe.vocab_size = tokenizer.vocab_size();
-    const auto train_ids = encode_all(tokenizer, data.train, recipe.max_tokens);
-    const auto test_ids = encode_all(tokenizer, data.test, recipe.max_tokens);
+    const auto train_ids = encode_all(tokenizer, train_sentences, recipe.max_tokens);
+    const auto test_ids = encode_all(tokenizer, measured.sentences, recipe.max_tokens);
     EMBER_CHECK(tokenizer.pad_id() == 0, "text_classifier: the model expects [PAD] at id 0");
     fmt::print("vocabulary: {} words (lower-cased; unseen words become [UNK])\n", tokenizer.vocab_size());
-    fmt::print("example: \"{}\" -> {}\n", data.train[0].text, fmt::join(train_ids[0], " "));
+    fmt::print("example: \"{}\" -> {}\n", train_sentences[0].text, fmt::join(train_ids[0], " "));
     if (model_kind == "bow") {
       // The baseline's own defaults where the command line names none: one layer learns faster.
-      return train_bag_of_words(common, device, train_ids, train_labels, test_ids, test_labels, recipe.vocab_size,
+      return train_bag_of_words(common, device, train_ids, train_labels, measured, test_ids, recipe.vocab_size,
                                 app.count("--epochs") ? epochs : 20, batch_size, app.count("--lr") ? lr : 1e-2,
                                 app.count("--weight-decay") ? weight_decay : 0.1);
     }
@@ -578,7 +612,7 @@ int main(int argc, char** argv) {
       resumed = train::resume_from(saver.path(), model, optimizer, &scheduler, &found, &scaler);
       fmt::print("--resume: {}\n", found);
     }
-    train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "test_loss", "test_accuracy", "lr"}, resumed);
+    train::MetricsLog log(common.out_path("metrics.csv"), measured.csv_columns(), resumed);
     train::ProgressBar progress(total_steps, {.label = "train", .unit = "sentences"}, resumed.value_or(0));
 
     // One step: forward, loss, backward, AdamW. On a GPU, the step of each batch shape is captured
@@ -629,7 +663,7 @@ int main(int argc, char** argv) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > 60 * minutes;
       if (data_parallel) out_of_time = train::sum_over_ranks({out_of_time ? 1.0 : 0.0})[0] > 0;  // all stop together
       if (step % steps_per_epoch == 0 || step == total_steps || out_of_time) {
-        last = report_epoch(classifier, test_ids, test_labels, device, step, steps_per_epoch,
+        last = report_epoch(classifier, measured, test_ids, device, step, steps_per_epoch,
                             loss_sum / loss_count, optimizer.lr(0), log, progress);
         loss_sum = 0;
         loss_count = 0;
@@ -649,7 +683,7 @@ int main(int argc, char** argv) {
     nn::save(model, common.out_path("model.safetensors"));
     tokenizer.save(common.out_path("tokenizer.json"));
     save_recipe(recipe, common.out_path("config.json"));
-    fmt::print("test accuracy {:.1f}% after {} steps in {:.0f} s\n", 100 * last.accuracy,
+    fmt::print("{} accuracy {:.1f}% after {} steps in {:.0f} s\n", measured.name, 100 * last.accuracy,
                std::min(step, total_steps), seconds);
     return 0;
   });

@@ -329,3 +329,37 @@ TEST_CASE("moby dick: missing, empty and invalid UTF-8 files are refused") {
   CHECK_THROWS_WITH_ALL(read_moby_dick(dir.write("bad.txt", "one\ntwo\nthree \x80\n")), "read_moby_dick",
                         "bad.txt: line 3", "invalid UTF-8");
 }
+
+// --- Cross-validation folds -----------------------------------------------------------------
+
+TEST_CASE("cross_validation_fold: item i is validation in fold i % folds; the folds hold each item out once") {
+  const std::vector<int> items{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const FoldSplit<int> first = cross_validation_fold(items, 0, 5);
+  CHECK(first.validation == std::vector<int>{0, 5, 10});
+  CHECK(first.train == std::vector<int>{1, 2, 3, 4, 6, 7, 8, 9});
+  const FoldSplit<int> last = cross_validation_fold(items, 4, 5);
+  CHECK(last.validation == std::vector<int>{4, 9});
+  CHECK(last.train == std::vector<int>{0, 1, 2, 3, 5, 6, 7, 8, 10});
+
+  std::vector<int> held_out(items.size(), 0);
+  for (int64_t fold = 0; fold < 5; ++fold) {
+    const FoldSplit<int> split = cross_validation_fold(items, fold, 5);
+    CHECK(split.train.size() + split.validation.size() == items.size());
+    for (const int item : split.validation) ++held_out[item];
+  }
+  CHECK(held_out == std::vector<int>(items.size(), 1));
+
+  // Any item type: the sentiment sentences keep their labels.
+  const std::vector<LabelledText> sentences{{"good", 1}, {"bad", 0}, {"fine", 1}, {"awful", 0}};
+  const auto halves = cross_validation_fold(sentences, 1, 2);
+  CHECK(texts(halves.validation) == std::vector<std::string>{"bad", "awful"});
+  CHECK(labels(halves.train) == std::vector<int64_t>{1, 1});
+}
+
+TEST_CASE("cross_validation_fold: too few folds, a fold out of range and too few items are refused") {
+  const std::vector<int> items{1, 2, 3};
+  CHECK_THROWS_WITH_ALL(cross_validation_fold(items, 0, 1), "cross_validation_fold", "at least 2 (got 1)");
+  CHECK_THROWS_WITH_ALL(cross_validation_fold(items, 3, 3), "cross_validation_fold", "fold 3 is not one of 0..2");
+  CHECK_THROWS_WITH_ALL(cross_validation_fold(items, -1, 3), "cross_validation_fold", "fold -1");
+  CHECK_THROWS_WITH_ALL(cross_validation_fold(items, 0, 4), "cross_validation_fold", "3 items cannot fill 4 folds");
+}

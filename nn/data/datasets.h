@@ -5,6 +5,7 @@
 #include "nn/data/batch_schedule.h"
 #include "nn/data/batching.h"
 #include "nn/data/cmudict.h"
+#include "nn/data/cross_validation.h"
 #include "nn/data/data_files.h"
 #include "nn/data/de_en.h"
 #include "nn/data/distributed_sampler.h"
