@@ -37,6 +37,9 @@ expect_error "--init-from: Directory does not exist" "$examples/pretrain_bert" -
 expect_error "--vocab: small not in {corpus,bert}" "$examples/pretrain_bert" --vocab small
 expect_error "--vocab-size" "$examples/pretrain_bert" --vocab-size 0
 expect_error "--vocab: File does not exist" "$examples/text_classifier" --model bert --vocab "$scratch/absent.txt"
+expect_error "--config-from: Directory does not exist" "$examples/text_classifier" --model bert --config-from "$scratch/absent"
+expect_error "text_classifier: --init-from $scratch/pretrained brings its own network; --config-from $scratch/pretrained is for" \
+  "$examples/text_classifier" --model bert --init-from "$scratch/pretrained" --config-from "$scratch/pretrained"
 expect_error "--validation-fold: Value 6 not in range 1 to 5" "$examples/text_classifier" --validation-fold 6
 expect_error "--validation-fold: Value 0 not in range 1 to 5" "$examples/text_classifier" --validation-fold 0
 
