@@ -169,9 +169,10 @@ struct MeasuredSplit {
 
 // The end of an epoch (or of training): the measured split's loss and accuracy, a row of the
 // metrics CSV and a line above the progress bar.
-Evaluation report_epoch(Classifier& classifier, const MeasuredSplit& split, const std::vector<std::vector<int64_t>>& ids,
-                        Device device, int64_t step, int64_t steps_per_epoch, double train_loss, double lr,
-                        train::MetricsLog& log, train::ProgressBar& progress) {
+Evaluation report_epoch(Classifier& classifier, const MeasuredSplit& split,
+                        const std::vector<std::vector<int64_t>>& ids, Device device, int64_t step,
+                        int64_t steps_per_epoch, double train_loss, double lr, train::MetricsLog& log,
+                        train::ProgressBar& progress) {
   const Evaluation measured = evaluate(classifier, ids, split.labels(), device);
   log.write(step, {{"train_loss", train_loss}, {split.name + "_loss", measured.loss},
                    {split.name + "_accuracy", measured.accuracy}, {"lr", lr}});
@@ -282,13 +283,13 @@ text::WordPieceTokenizer bert_tokenizer(const examples::CommonOptions& common, c
 // early updates would wash out what pretraining put there. The half was chosen on the
 // validation folds (examples/README.md has the lesson's table for 0.1, 0.3, 0.5 and 1).
 // --freeze-encoder trains the head alone (the linear probe). Without --init-from the same
-// network starts from random weights, the fair from-scratch comparison (--vocab gives it the
-// pretrained model's word pieces), at the learning rate its own validation folds chose.
+// network starts from random weights, the fair from-scratch comparison (--config-from gives it
+// the pretrained model's shape and word pieces), at the learning rate its own folds chose.
 int fine_tune_bert(const examples::CommonOptions& common, Device device,
                    const std::vector<datasets::LabelledText>& train_sentences, const MeasuredSplit& split,
                    const std::string& init_from, const std::string& config_from, const std::string& vocab,
-                   bool freeze_encoder, double encoder_lr_factor, int64_t epochs, int64_t batch_size, double lr, double weight_decay,
-                   double minutes) {
+                   bool freeze_encoder, double encoder_lr_factor, int64_t epochs, int64_t batch_size, double lr,
+                   double weight_decay, double minutes) {
   const auto tokenizer = bert_tokenizer(common, init_from.empty() ? config_from : init_from, vocab);
   std::shared_ptr<nn::BertForSequenceClassification> bert;
   if (!init_from.empty()) {
@@ -571,14 +572,17 @@ int main(int argc, char** argv) {
     }
     std::vector<std::string> train_texts;
     std::vector<int64_t> train_labels;
-    for (const auto& example : train_sentences) train_texts.push_back(example.text), train_labels.push_back(example.label);
+    for (const auto& example : train_sentences) {
+      train_texts.push_back(example.text);
+      train_labels.push_back(example.label);
+    }
     fmt::print("sentences: {} train, {} {} ({} empty records dropped)\n", train_sentences.size(),
                measured.sentences.size(), measured.name, data.empty_dropped + data.malformed_skipped);
 
     if (model_kind == "bert") {
-      return fine_tune_bert(common, device, train_sentences, measured, init_from, config_from, vocab, freeze_encoder, encoder_lr_factor,
-                            app.count("--epochs") ? epochs : 8, batch_size, app.count("--lr") ? lr : bert_lr(init_from),
-                            weight_decay, minutes);
+      return fine_tune_bert(common, device, train_sentences, measured, init_from, config_from, vocab, freeze_encoder,
+                            encoder_lr_factor, app.count("--epochs") ? epochs : 8, batch_size,
+                            app.count("--lr") ? lr : bert_lr(init_from), weight_decay, minutes);
     }
     EMBER_CHECK(init_from.empty() && config_from.empty() && vocab.empty() && !freeze_encoder,
                 "text_classifier: --init-from, --config-from, --vocab and --freeze-encoder go with --model bert");
