@@ -534,7 +534,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--validation-fold", validation_fold, "hold out the K-th fifth (1 to 5) of the training sentences, "
                  "train on the rest and measure on it instead of the test split: for choosing settings")
-      ->check(CLI::Range(1, 5));
+      ->check(examples::between(1, 5));
   app.add_option("--epochs", epochs, "passes over the training sentences")->check(examples::above(0))->capture_default_str();
   app.add_option("--batch", batch_size, "sentences per step")->check(examples::above(0))->capture_default_str();
   app.add_option("--lr", lr, "peak learning rate (AdamW; --model bert: 1e-3 fine-tuning, 3e-4 from scratch)")->check(examples::above(0))->capture_default_str();

@@ -40,7 +40,7 @@ expect_error "--vocab: File does not exist" "$examples/text_classifier" --model 
 expect_error "--config-from: Directory does not exist" "$examples/text_classifier" --model bert --config-from "$scratch/absent"
 expect_error "text_classifier: --init-from $scratch/pretrained brings its own network; --config-from $scratch/pretrained is for" \
   "$examples/text_classifier" --model bert --init-from "$scratch/pretrained" --config-from "$scratch/pretrained"
-expect_error "--validation-fold: Value 6 not in range 1 to 5" "$examples/text_classifier" --validation-fold 6
-expect_error "--validation-fold: Value 0 not in range 1 to 5" "$examples/text_classifier" --validation-fold 0
+expect_error "--validation-fold: must be between 1 and 5, got 6" "$examples/text_classifier" --validation-fold 6
+expect_error "--validation-fold: must be between 1 and 5, got 0" "$examples/text_classifier" --validation-fold 0
 
 exit $((failures > 0))
