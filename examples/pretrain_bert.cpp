@@ -28,7 +28,8 @@
 //   4. Masking (BERT's): 15% of the pieces of each sequence are chosen; 80% of those become
 //      [MASK], 10% a random piece, 10% stay. The loss is the cross-entropy at the chosen ones.
 //      Each (step, row) draws its own masks from the seed, so a resumed run masks as the
-//      uninterrupted one.
+//      uninterrupted one. --masking words chooses whole words instead: a word's "##" pieces are
+//      chosen with its first piece (whole-word masking, as BERT's later checkpoints were made).
 //   5. Model: nn::BertForMaskedLM, 2 post-LN layers of width 128, 4 heads, feed-forward 512,
 //      started with two heads of the first layer looking at the pieces just before and after
 //      (nn::init_neighbour_heads, --init neighbours): from BERT's own initialisation (--init bert)
@@ -74,6 +75,7 @@ struct Recipe {
   std::string init_from;  // a pretrained model's folder to go on pretraining from (its shape, its weights)
   std::string vocab = "corpus";  // corpus: BERT's pieces pruned to this text's most used; bert: all of them
   int64_t vocab_size = 8000;     // --vocab corpus: how many pieces are kept
+  std::string masking = "pieces";  // words: a word's pieces are chosen together; pieces: each on its own
 };
 
 nn::BertConfig model_config(const Recipe& recipe, int64_t vocab_size) {
@@ -98,7 +100,7 @@ std::vector<std::vector<int64_t>> tokenize_all(const text::WordPieceTokenizer& t
   return ids;
 }
 
-datasets::MaskingOptions masking(const text::WordPieceTokenizer& tokenizer) {
+datasets::MaskingOptions masking(const text::WordPieceTokenizer& tokenizer, bool whole_words) {
   // Random replacements come from the real word pieces, after the bracketed entries ([PAD],
   // [unused*], [UNK], [CLS], [SEP], [MASK]) that come first: ids 0-998 in BERT's vocabulary,
   // 0-4 in a pruned one.
@@ -107,11 +109,17 @@ datasets::MaskingOptions masking(const text::WordPieceTokenizer& tokenizer) {
     const std::string& token = tokenizer.id_to_token(id);
     if (token.size() > 2 && token.front() == '[' && token.back() == ']') first_real_piece = id + 1;
   }
+  // Whole words: a "##" piece carries on the word before it and is hidden with it.
+  std::vector<bool> continues_word;
+  if (whole_words) {
+    for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) continues_word.push_back(tokenizer.id_to_token(id).starts_with("##"));
+  }
   return {.vocab_size = tokenizer.vocab_size(),
           .first_random_id = std::min(first_real_piece, tokenizer.vocab_size() - 1),
           .mask_id = tokenizer.token_to_id("[MASK]"),
           .never_chosen = {tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]"),
-                           tokenizer.token_to_id("[PAD]")}};
+                           tokenizer.token_to_id("[PAD]")},
+          .continues_word = std::move(continues_word)};
 }
 
 struct Batch {
@@ -288,6 +296,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sentiment-repeats", recipe.sentiment_repeats, "how many times the sentiment sentences appear in "
                  "the text")->check(examples::above(0))->capture_default_str();
+  app.add_option("--masking", recipe.masking, "words: the pieces of a word are chosen together (whole-word "
+                 "masking); pieces: each piece on its own, as the first BERT did")
+      ->check(CLI::IsMember({"words", "pieces"}))
+      ->capture_default_str();
   app.add_option("--fill", sentence, "the five likeliest word pieces for each [MASK] of this sentence, from the "
                  "pretrained model in --out");
 
@@ -337,7 +349,7 @@ int main(int argc, char** argv) {
                recipe.length, train_sequences.size() * (recipe.length - 2), held_out_sequences.size());
     EMBER_CHECK(!train_sequences.empty() && !held_out_sequences.empty(), "pretrain_bert: too little text for a "
                 "sequence of {} word pieces", recipe.length);
-    const datasets::MaskingOptions options = masking(tokenizer);
+    const datasets::MaskingOptions options = masking(tokenizer, recipe.masking == "words");
 
     // 5. Model: a fresh one, or with --init-from a pretrained one that goes on pretraining, on
     // the sentiment sentences alone for instance (--text sentiment: pretraining on the task's own

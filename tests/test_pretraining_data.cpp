@@ -121,3 +121,50 @@ TEST_CASE("mask_for_mlm: probabilities that are not, and an empty random range, 
   CHECK_THROWS_WITH_AS(datasets::mask_for_mlm(ids, {.vocab_size = 10, .first_random_id = 10}, 0),
                        doctest::Contains("[10, 10) is an empty range"), Error);
 }
+
+TEST_CASE("mask_for_mlm: whole words, a word's pieces are chosen together or not at all") {
+  // Ids 20-29 are "##" pieces. Words of 1 to 4 pieces, sequences cut at every 50th position.
+  const int64_t kCls = 1, kSep = 2, kMask = 3;
+  std::vector<bool> continues_word(40, false);
+  for (int64_t id = 20; id < 30; ++id) continues_word[static_cast<size_t>(id)] = true;
+  std::vector<int64_t> ids;
+  for (int64_t word = 0; ids.size() < 100000; ++word) {
+    if (ids.size() % 50 == 0) ids.push_back(ids.empty() ? kCls : kSep);
+    ids.push_back(10 + word % 10);
+    for (int64_t piece = 0; piece < word % 4; ++piece) ids.push_back(20 + (word + piece) % 10);
+  }
+  datasets::MaskingOptions options{.vocab_size = 40, .first_random_id = 10, .mask_id = kMask,
+                                   .never_chosen = {0, kCls, kSep}, .continues_word = continues_word};
+  const datasets::MaskedSequence masked = datasets::mask_for_mlm(ids, options, 11);
+  int64_t words = 0, chosen_words = 0, text = 0, chosen = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool structural = ids[i] == kCls || ids[i] == kSep;
+    if (structural) {
+      CHECK(masked.labels[i] == -100);
+      continue;
+    }
+    ++text;
+    chosen += masked.labels[i] != -100;
+    const bool starts_word = !continues_word[static_cast<size_t>(ids[i])] || ids[i - 1] == kCls || ids[i - 1] == kSep;
+    if (starts_word) {
+      ++words;
+      chosen_words += masked.labels[i] != -100;
+    } else {
+      // A continuation piece shares its word's fate: chosen exactly when the piece before is.
+      CHECK((masked.labels[i] != -100) == (masked.labels[i - 1] != -100));
+    }
+    if (masked.labels[i] != -100) CHECK(masked.labels[i] == ids[i]);
+  }
+  CHECK(static_cast<double>(chosen_words) / words == doctest::Approx(0.15).epsilon(0.05));
+  CHECK(static_cast<double>(chosen) / text == doctest::Approx(0.15).epsilon(0.08));
+  // A "##" piece right after [SEP] (its word began in the sequence before) starts a word of its own.
+  const std::vector<int64_t> cut = {kCls, 25, 26, kSep};
+  options.choose = 1.0;
+  const auto all = datasets::mask_for_mlm(cut, options, 3);
+  CHECK(all.labels == std::vector<int64_t>{-100, 25, 26, -100});
+
+  CHECK_THROWS_WITH_AS(datasets::mask_for_mlm(cut, {.vocab_size = 50, .continues_word = continues_word}, 0),
+                       doctest::Contains("continues_word has 40 entries for a vocabulary of 50"), Error);
+  CHECK_THROWS_WITH_AS(datasets::mask_for_mlm({kCls, 45}, options, 0),
+                       doctest::Contains("id 45 at position 1 is outside the vocabulary of 40"), Error);
+}

@@ -53,16 +53,33 @@ MaskedSequence mask_for_mlm(const std::vector<int64_t>& ids, const MaskingOption
   EMBER_CHECK(options.first_random_id >= 0 && options.first_random_id < options.vocab_size,
               "mask_for_mlm: random replacements from [{}, {}) is an empty range", options.first_random_id,
               options.vocab_size);
+  const bool whole_words = !options.continues_word.empty();
+  EMBER_CHECK(!whole_words || static_cast<int64_t>(options.continues_word.size()) == options.vocab_size,
+              "mask_for_mlm: continues_word has {} entries for a vocabulary of {}", options.continues_word.size(),
+              options.vocab_size);
   MaskedSequence out{ids, std::vector<int64_t>(ids.size(), -100)};
   uint64_t state = seed;
+  bool word_chosen = false;        // whether the word the current piece belongs to is chosen
+  bool after_structure = true;     // the piece before was [CLS], [SEP] or [PAD], or there was none
   for (size_t i = 0; i < ids.size(); ++i) {
     // Three draws for every position, chosen or not: position i's fate does not depend on the
-    // positions before it.
+    // positions before it (with whole words, only on where its word began).
     const double pick = next_uniform(state), how = next_uniform(state);
     const uint64_t random_word = next_word(state);
     const bool structural =
         std::find(options.never_chosen.begin(), options.never_chosen.end(), ids[i]) != options.never_chosen.end();
-    if (structural || pick >= options.choose) continue;
+    if (whole_words) {
+      EMBER_CHECK(ids[i] >= 0 && ids[i] < options.vocab_size,
+                  "mask_for_mlm: id {} at position {} is outside the vocabulary of {}", ids[i], i, options.vocab_size);
+      // A continuation piece goes with its word. Right after [CLS] or [SEP] its word began in
+      // another sequence, so it starts one of its own.
+      const bool continues = !structural && !after_structure && options.continues_word[static_cast<size_t>(ids[i])];
+      if (!continues) word_chosen = !structural && pick < options.choose;
+      after_structure = structural;
+      if (!word_chosen) continue;
+    } else if (structural || pick >= options.choose) {
+      continue;
+    }
     out.labels[i] = ids[i];
     if (how < options.as_mask) {
       out.inputs[i] = options.mask_id;
