@@ -27,9 +27,10 @@ struct MaskingOptions {
   double as_mask = 0.8, as_random = 0.1;  // of the chosen ones; the rest keep their piece
   // Whole-word masking when not empty: continues_word[id] is true for a piece that carries on
   // the word before it (WordPiece's "##" pieces), and such a piece is chosen exactly when the
-  // piece before it is, so a word is hidden whole or not at all. Without it, "disappoint" beside
-  // a visible "##ing" is guessed from the spelling, not from the sentence. Indexed by id, so its
-  // size must be vocab_size.
+  // piece before it is, so a word is hidden whole or not at all; right after a never_chosen id
+  // ([CLS], [SEP]) its word began in another sequence, and it starts a word of its own. Without
+  // it, "disappoint" beside a visible "##ing" is guessed from the spelling, not from the
+  // sentence. Indexed by id, so its size must be vocab_size.
   std::vector<bool> continues_word;
 };
 
@@ -40,9 +41,10 @@ struct MaskedSequence {
 
 // Chooses and corrupts positions of `ids` with draws determined by `seed` alone, so a run is
 // repeatable and a resumed run masks as the uninterrupted one did. Every position is chosen
-// independently with probability `choose` (with continues_word, every word). Throws ember::Error for probabilities outside [0, 1]
-// or as_mask + as_random > 1, for an empty random range, for continues_word of the wrong size
-// and for an id outside the vocabulary when continues_word is given.
+// independently with probability `choose` (with continues_word, every word). Throws ember::Error
+// for probabilities outside [0, 1] or as_mask + as_random > 1, for an empty random range, for
+// continues_word of the wrong size and for an id outside the vocabulary when continues_word is
+// given.
 MaskedSequence mask_for_mlm(const std::vector<int64_t>& ids, const MaskingOptions& options, uint64_t seed);
 
 }  // namespace ember::datasets
