@@ -323,6 +323,15 @@ Tensor BertForMaskedLM::loss(const Tensor& ids, const Tensor& labels, const Bert
   EMBER_CHECK(labels.sizes() == ids.sizes() && labels.dtype() == kInt64,
               "BertForMaskedLM::loss: labels must be int64 of ids' shape {}, got {} {}", shape_str(ids.sizes()),
               labels.dtype(), shape_str(labels.sizes()));
+  return loss_from_states(bert->forward(ids, inputs), labels);
+}
+
+Tensor BertForMaskedLM::loss_from_states(const Tensor& states, const Tensor& labels) {
+  EMBER_CHECK(states.dim() == 3 && states.size(2) == config_.hidden_size && labels.dtype() == kInt64 &&
+                  labels.dim() == 2 && labels.size(0) == states.size(0) && labels.size(1) == states.size(1),
+              "BertForMaskedLM::loss_from_states: states must be [batch, T, {}] and labels int64 [batch, T], got "
+              "states {} and labels {} {}",
+              config_.hidden_size, shape_str(states.sizes()), labels.dtype(), shape_str(labels.sizes()));
   const Tensor flat_labels = labels.reshape({-1});
   std::vector<int64_t> chosen;
   const std::vector<int64_t> values = flat_labels.to_vector<int64_t>();
@@ -330,9 +339,9 @@ Tensor BertForMaskedLM::loss(const Tensor& ids, const Tensor& labels, const Bert
     if (values[i] != -100) chosen.push_back(static_cast<int64_t>(i));
   }
   EMBER_CHECK(!chosen.empty(), "BertForMaskedLM::loss: no position is chosen (every label is -100)");
-  const Tensor positions = tensor(chosen, {static_cast<int64_t>(chosen.size())}).to(ids.device());
-  const Tensor states = bert->forward(ids, inputs).reshape({-1, config_.hidden_size});
-  return ember::cross_entropy(predictions(index_select(states, 0, positions)), index_select(flat_labels, 0, positions));
+  const Tensor positions = tensor(chosen, {static_cast<int64_t>(chosen.size())}).to(states.device());
+  const Tensor flat_states = states.reshape({-1, config_.hidden_size});
+  return ember::cross_entropy(predictions(index_select(flat_states, 0, positions)), index_select(flat_labels, 0, positions));
 }
 
 std::shared_ptr<BertForMaskedLM> BertForMaskedLM::from_pretrained(const std::string& folder) {

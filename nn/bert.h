@@ -118,13 +118,16 @@ class BertForMaskedLM : public Module {
   // Mean cross-entropy at the positions whose label (int64 [batch, T]) is not -100, the head
   // evaluated there only. Reads the labels on the host.
   Tensor loss(const Tensor& ids, const Tensor& labels, const BertInputs& inputs = {});
+  // The same loss from the encoder's states [batch, T, hidden] (bert->forward's), for a caller
+  // that reads the states for a second objective too.
+  Tensor loss_from_states(const Tensor& states, const Tensor& labels);
   static std::shared_ptr<BertForMaskedLM> from_pretrained(const std::string& folder);
+  // The head: states [..., hidden] (bert->forward's) -> logits [..., vocab_size].
+  Tensor predictions(const Tensor& states);
 
   std::shared_ptr<BertModel> bert;
 
  private:
-  // The head: states [..., hidden] -> logits [..., vocab_size].
-  Tensor predictions(const Tensor& states);
   BertConfig config_;
   std::shared_ptr<Linear> transform_dense_;
   std::shared_ptr<LayerNorm> transform_norm_;

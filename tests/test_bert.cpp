@@ -241,4 +241,12 @@ TEST_CASE("BertForMaskedLM::loss, the head at the chosen positions only, is the 
   CHECK_THROWS_WITH_AS(model->loss(ids, full(ids.sizes(), -100.0, kInt64)), doctest::Contains("no position is chosen"),
                        Error);
   CHECK_THROWS_WITH_AS(model->loss(ids, labels.narrow(1, 0, 2)), doctest::Contains("labels must be int64"), Error);
+  // From the encoder's states, for a caller that reads them too: the same loss, the same head.
+  const Tensor states = model->bert->forward(ids);
+  CHECK(std::abs(model->loss_from_states(states, labels).item<double>() - full_loss.item<double>()) < 1e-12);
+  CHECK(max_abs(sub(model->predictions(states), model->forward(ids))) == 0.0);
+  CHECK_THROWS_WITH_AS(model->loss_from_states(states.narrow(2, 0, 4), labels),
+                       doctest::Contains("loss_from_states: states must be [batch, T, 16]"), Error);
+  CHECK_THROWS_WITH_AS(model->loss_from_states(states, labels.narrow(1, 0, 2)),
+                       doctest::Contains("labels int64 [batch, T]"), Error);
 }

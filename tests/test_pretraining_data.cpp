@@ -1,12 +1,14 @@
-// The pretraining data: the State of the Union reader (nn/data/sotu.h) on fixture folders, and
-// the masked-language-model packing and masking (nn/data/masked_lm.h): BERT's proportions, the
-// positions never chosen, repeatability from the seed, and the errors.
+// The pretraining data: the State of the Union reader (nn/data/sotu.h) on fixture folders, the
+// masked-language-model packing and masking (nn/data/masked_lm.h): BERT's proportions, the
+// positions never chosen, repeatability from the seed, and the errors; and the word polarity
+// lexicon with its targets (nn/data/word_polarity.h).
 #include <map>
 #include <numeric>
 
 #include "helpers.h"
 #include "nn/data/masked_lm.h"
 #include "nn/data/sotu.h"
+#include "nn/data/word_polarity.h"
 #include "scratch_files.h"
 
 using namespace ember;
@@ -167,4 +169,68 @@ TEST_CASE("mask_for_mlm: whole words, a word's pieces are chosen together or not
                        doctest::Contains("continues_word has 40 entries for a vocabulary of 50"), Error);
   CHECK_THROWS_WITH_AS(datasets::mask_for_mlm({kCls, 45}, options, 0),
                        doctest::Contains("id 45 at position 1 is outside the vocabulary of 40"), Error);
+}
+
+namespace {
+
+// A small vocabulary in BERT's notation: ids 0-4 special, then words and continuation pieces.
+text::WordPieceTokenizer polarity_vocabulary() {
+  return text::WordPieceTokenizer({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "food", "was", "good",
+                                   "bad", "dis", "##gust", "##ing", "great", "not", ",", "!"});
+}
+
+}  // namespace
+
+TEST_CASE("read_polarity_lexicon: words by sign, zero scores and phrases left out, words as the tokenizer writes them") {
+  ScratchDir scratch("polarity");
+  scratch.write("lexicon.json",
+                R"({"good": 3, "bad": -3, "disgusting": -4, "meh": 0, "cool stuff": 3, "Great": 3, "can't stand": -3})");
+  const auto tokenizer = polarity_vocabulary();
+  const datasets::PolarityLexicon lexicon = datasets::read_polarity_lexicon(scratch.file("lexicon.json"), tokenizer);
+  CHECK(lexicon.entries_read == 7);
+  CHECK(lexicon.phrases_skipped == 2);  // "cool stuff", and "can't stand" (can ' t stand)
+  const std::unordered_map<std::string, int64_t> expected = {{"good", 1}, {"bad", 0}, {"disgusting", 0}, {"great", 1}};
+  CHECK(lexicon.polarity == expected);  // "meh" (0) has no polarity; "Great" is looked up as "great"
+}
+
+TEST_CASE("word_polarity_targets: the first piece of each lexicon word, whole words only, no brackets") {
+  ScratchDir scratch("polarity_targets");
+  scratch.write("lexicon.json", R"({"good": 3, "bad": -2, "disgusting": -4, "dis": -1, "[UNK]": 2})");
+  const auto tokenizer = polarity_vocabulary();
+  const auto lexicon = datasets::read_polarity_lexicon(scratch.file("lexicon.json"), tokenizer);
+  const auto ids = [&](const std::vector<std::string>& tokens) {
+    std::vector<int64_t> out;
+    for (const auto& token : tokens) out.push_back(tokenizer.token_to_id(token));
+    return out;
+  };
+  // "##ing" at the start ends a word of the sequence before: skipped. "dis ##gust ##ing" is
+  // "disgusting" (negative) at its first piece, not "dis"; "[UNK]" in the lexicon is a phrase
+  // ("[", "unk", "]") and never matches the piece [UNK].
+  const auto sequence = ids({"##ing", "[CLS]", "the", "food", "was", "dis", "##gust", "##ing", ",", "not", "good",
+                             "[UNK]", "dis", "bad", "[SEP]"});
+  const std::vector<int64_t> expected = {-100, -100, -100, -100, -100, 0, -100, -100, -100, -100, 1, -100, 0, 0, -100};
+  CHECK(datasets::word_polarity_targets(sequence, tokenizer, lexicon) == expected);
+  // A word cut by the sequence's end is read as far as it goes: "dis ##gust" is not in the lexicon.
+  CHECK(datasets::word_polarity_targets(ids({"dis", "##gust"}), tokenizer, lexicon) == std::vector<int64_t>{-100, -100});
+  CHECK(datasets::word_polarity_targets({}, tokenizer, lexicon).empty());
+}
+
+TEST_CASE("read_polarity_lexicon: a missing file, bad JSON, a bad score and a contradiction are errors") {
+  ScratchDir scratch("polarity_errors");
+  const auto tokenizer = polarity_vocabulary();
+  const auto read = [&](const std::string& content) {
+    scratch.write("lexicon.json", content);
+    return datasets::read_polarity_lexicon(scratch.file("lexicon.json"), tokenizer);
+  };
+  CHECK_THROWS_WITH_AS(datasets::load_afinn(scratch.file("absent"), tokenizer),
+                       doctest::Contains("fetch_data.sh sentiment"), Error);
+  CHECK_THROWS_WITH_AS(read(R"({"good": 3,)"), doctest::Contains("not valid JSON"), Error);
+  CHECK_THROWS_WITH_AS(read(R"(["good", "bad"])"), doctest::Contains("expected a JSON object of word -> score, found a array"),
+                       Error);
+  CHECK_THROWS_WITH_AS(read(R"({"good": 7})"), doctest::Contains("\"good\" must be an integer from -5 to 5, got 7"),
+                       Error);
+  CHECK_THROWS_WITH_AS(read(R"({"good": "yes"})"), doctest::Contains("got \"yes\""), Error);
+  CHECK_THROWS_WITH_AS(read(R"({"good": 2.5})"), doctest::Contains("got 2.5"), Error);
+  CHECK_THROWS_WITH_AS(read(R"({"Good": 3, "good": -2})"), doctest::Contains("opposite polarities"), Error);
+  CHECK_THROWS_WITH_AS(read(R"({"meh": 0, "cool stuff": 2})"), doctest::Contains("no word with a polarity"), Error);
 }

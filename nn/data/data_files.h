@@ -9,7 +9,7 @@
 namespace ember::datasets {
 
 // The data sets scripts/fetch_data.sh knows, by the name it takes on its command line.
-//   sentiment   sentiment/{imdb,amazon,yelp}.json
+//   sentiment   sentiment/{imdb,amazon,yelp}.json, sentiment/afinn-165.json
 //   cmudict     cmudict/dict.txt
 //   de-en       de-en/de-en.txt
 //   moby-dick   moby-dick/moby-dick.txt

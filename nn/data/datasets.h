@@ -13,3 +13,4 @@
 #include "nn/data/moby_dick.h"
 #include "nn/data/sentiment.h"
 #include "nn/data/sotu.h"
+#include "nn/data/word_polarity.h"
