@@ -40,6 +40,13 @@
 //      bfloat16 autocast when the CPU multiplies bfloat16 (--precision), a progress bar, a
 //      checkpoint every 200 steps (--resume), and on the held-out addresses the masked-token
 //      accuracy and perplexity.
+//   6b. --polarity words, sentiment-aware pretraining (after SKEP, Tian et al., 2020): masked
+//      language modelling learns that "good" and "bad" fill the same blanks, and puts them side by
+//      side. A second head, one Linear on the final states, learns at every word of the AFINN-165
+//      lexicon (3,382 words scored by hand, fetched with the sentiment data) whether it is
+//      positive or negative, its loss added with weight --polarity-weight. On the held-out text
+//      it is scored at the hidden opinion words only: their polarity must come from the sentence.
+//      Fine-tuning loads the BERT, not this head.
 //   7. The result: config.json, model.safetensors (Hugging Face's names) and vocab.txt, which
 //      text_classifier --init-from reads; --fill shows the five likeliest pieces for a [MASK].
 //      --init-from DIR goes on pretraining such a model, on --text sentiment for instance.
@@ -76,6 +83,27 @@ struct Recipe {
   std::string vocab = "corpus";  // corpus: BERT's pieces pruned to this text's most used; bert: all of them
   int64_t vocab_size = 8000;     // --vocab corpus: how many pieces are kept
   std::string masking = "pieces";  // words: a word's pieces are chosen together; pieces: each on its own
+  // words: a second head learns each opinion word's polarity from the AFINN lexicon (stage 6b);
+  // none: masked language modelling alone, as BERT was pretrained.
+  std::string polarity = "none";
+  double polarity_weight = 1.0;  // the polarity loss's weight beside the masked-token loss
+};
+
+// What pretraining trains: BertForMaskedLM and, with --polarity words, a second head, one
+// Linear(hidden, 2) that reads the final state of each word the lexicon knows and says whether
+// the word is positive or negative. Fine-tuning loads the BERT alone (model.safetensors); the
+// checkpoint keeps both heads for --resume.
+class PretrainingModel : public nn::Module {
+ public:
+  PretrainingModel(std::shared_ptr<nn::BertForMaskedLM> masked_lm, bool with_polarity)
+      : nn::Module("PretrainingModel") {
+    mlm = register_module("mlm", std::move(masked_lm));
+    if (with_polarity) {
+      polarity = register_module("polarity", std::make_shared<nn::Linear>(mlm->bert->config().hidden_size, 2));
+    }
+  }
+  std::shared_ptr<nn::BertForMaskedLM> mlm;
+  std::shared_ptr<nn::Linear> polarity;  // null without --polarity words
 };
 
 nn::BertConfig model_config(const Recipe& recipe, int64_t vocab_size) {
@@ -122,41 +150,105 @@ datasets::MaskingOptions masking(const text::WordPieceTokenizer& tokenizer, bool
           .continues_word = std::move(continues_word)};
 }
 
-struct Batch {
-  Tensor inputs, labels;
+// The text, packed: word-piece sequences and, with --polarity words, each one's polarity targets
+// (datasets::word_polarity_targets: 0 or 1 at the first piece of each lexicon word, -100 elsewhere).
+struct Sequences {
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<std::vector<int64_t>> polarity;  // empty without --polarity words
 };
 
+struct Batch {
+  Tensor inputs, labels;  // [batch, T]
+  // With polarity targets: the positions (into the flattened [batch * T]) of the lexicon words
+  // scored, and their polarities. Undefined when the batch has none to score.
+  Tensor polarity_positions, polarity_labels;
+};
+
+// Which lexicon words the polarity head is scored on: every one while training, so the words'
+// own representations learn their polarity; on held-out text only the ones the masking hid
+// (turned into [MASK] or a random piece), where the polarity must come from the sentence.
+enum class PolarityScored { every_word, hidden_words };
+
 // Rows `rows` of the sequences, masked with draws from (seed, step, row).
-Batch masked_batch(const std::vector<std::vector<int64_t>>& sequences, const std::vector<int64_t>& rows,
-                   const datasets::MaskingOptions& options, uint64_t seed, int64_t step, Device device) {
-  const int64_t length = static_cast<int64_t>(sequences.front().size());
-  std::vector<int64_t> inputs, labels;
+Batch masked_batch(const Sequences& sequences, const std::vector<int64_t>& rows, const datasets::MaskingOptions& options,
+                   uint64_t seed, int64_t step, Device device, PolarityScored scored = PolarityScored::every_word) {
+  const int64_t length = static_cast<int64_t>(sequences.ids.front().size());
+  std::vector<int64_t> inputs, labels, polarity_positions, polarity_labels;
   for (size_t r = 0; r < rows.size(); ++r) {
     const uint64_t draw = seed * 0x100000001B3ull + static_cast<uint64_t>(step) * 1000003ull + r;
-    const datasets::MaskedSequence masked = datasets::mask_for_mlm(sequences[rows[r]], options, draw);
+    const datasets::MaskedSequence masked = datasets::mask_for_mlm(sequences.ids[rows[r]], options, draw);
+    if (!sequences.polarity.empty()) {
+      const std::vector<int64_t>& targets = sequences.polarity[rows[r]];
+      for (int64_t t = 0; t < length; ++t) {
+        const bool hidden = masked.inputs[t] != sequences.ids[rows[r]][t];
+        if (targets[t] != -100 && (scored == PolarityScored::every_word || hidden)) {
+          polarity_positions.push_back(static_cast<int64_t>(r) * length + t);
+          polarity_labels.push_back(targets[t]);
+        }
+      }
+    }
     inputs.insert(inputs.end(), masked.inputs.begin(), masked.inputs.end());
     labels.insert(labels.end(), masked.labels.begin(), masked.labels.end());
   }
   const int64_t count = static_cast<int64_t>(rows.size());
-  return {tensor(inputs, {count, length}).to(device), tensor(labels, {count, length}).to(device)};
+  Batch batch{tensor(inputs, {count, length}).to(device), tensor(labels, {count, length}).to(device), {}, {}};
+  if (!polarity_positions.empty()) {
+    const int64_t scored_count = static_cast<int64_t>(polarity_positions.size());
+    batch.polarity_positions = tensor(polarity_positions, {scored_count}).to(device);
+    batch.polarity_labels = tensor(polarity_labels, {scored_count}).to(device);
+  }
+  return batch;
+}
+
+// The polarity head's logits [scored, 2] at the batch's scored lexicon words, from the encoder's
+// final states [batch, T, hidden].
+Tensor polarity_logits(PretrainingModel& model, const Tensor& states, const Batch& batch) {
+  return model.polarity->forward(index_select(states.reshape({-1, states.size(2)}), 0, batch.polarity_positions));
+}
+
+// The training loss: the masked-token cross-entropy, plus --polarity-weight times the polarity
+// head's cross-entropy where the batch has lexicon words. The polarity term alone is returned in
+// `polarity_loss` for the log (undefined without one).
+Tensor pretraining_loss(PretrainingModel& model, const Batch& batch, double polarity_weight, Tensor& polarity_loss) {
+  const Tensor states = model.mlm->bert->forward(batch.inputs);
+  Tensor loss = model.mlm->loss_from_states(states, batch.labels);  // the head at the chosen positions only
+  polarity_loss = Tensor();
+  if (model.polarity && batch.polarity_positions.defined()) {
+    polarity_loss = cross_entropy(polarity_logits(model, states, batch), batch.polarity_labels);
+    loss = loss + polarity_loss * polarity_weight;
+  }
+  return loss;
 }
 
 struct HeldOut {
   double loss = 0, accuracy = 0;
+  // With --polarity words, at the hidden lexicon words: how many, the share that is positive (what
+  // always answering "positive" would score) and the head's accuracy.
+  int64_t polarity_words = 0;
+  double polarity_positive = 0, polarity_accuracy = 0;
 };
 
-// Masked-token loss and accuracy over the held-out sequences, with fixed masks.
-HeldOut evaluate(nn::BertForMaskedLM& model, const std::vector<std::vector<int64_t>>& sequences,
-                 const datasets::MaskingOptions& options, Device device) {
+// Masked-token loss and accuracy over the held-out sequences, with fixed masks; with the polarity
+// head, how often it tells a hidden lexicon word's polarity from the sentence around it.
+HeldOut evaluate(PretrainingModel& model, const Sequences& sequences, const datasets::MaskingOptions& options,
+                 Device device) {
   NoGradGuard no_grad;
   model.eval();
   double loss_sum = 0;
-  int64_t correct = 0, predicted = 0;
-  for (int64_t start = 0; start < static_cast<int64_t>(sequences.size()); start += 64) {
+  int64_t correct = 0, predicted = 0, polarity_correct = 0, polarity_scored = 0, polarity_positive = 0;
+  for (int64_t start = 0; start < static_cast<int64_t>(sequences.ids.size()); start += 64) {
     std::vector<int64_t> rows;
-    for (int64_t r = start; r < std::min<int64_t>(start + 64, sequences.size()); ++r) rows.push_back(r);
-    const Batch batch = masked_batch(sequences, rows, options, /*seed=*/12345, start, device);
-    const Tensor logits = model.forward(batch.inputs);
+    for (int64_t r = start; r < std::min<int64_t>(start + 64, sequences.ids.size()); ++r) rows.push_back(r);
+    const Batch batch =
+        masked_batch(sequences, rows, options, /*seed=*/12345, start, device, PolarityScored::hidden_words);
+    const Tensor states = model.mlm->bert->forward(batch.inputs);
+    if (model.polarity && batch.polarity_positions.defined()) {
+      const Tensor right = eq(argmax(polarity_logits(model, states, batch), -1), batch.polarity_labels);
+      polarity_correct += right.to(kInt64).sum().item<int64_t>();
+      polarity_scored += batch.polarity_labels.size(0);
+      polarity_positive += batch.polarity_labels.sum().item<int64_t>();
+    }
+    const Tensor logits = model.mlm->predictions(states);
     const Tensor flat_labels = batch.labels.reshape({-1});
     const Tensor chosen = ne(flat_labels, -100.0);
     const int64_t count = chosen.to(kInt64).sum().item<int64_t>();
@@ -166,7 +258,9 @@ HeldOut evaluate(nn::BertForMaskedLM& model, const std::vector<std::vector<int64
     predicted += count;
   }
   model.train();
-  return {loss_sum / std::max<int64_t>(predicted, 1), static_cast<double>(correct) / std::max<int64_t>(predicted, 1)};
+  const double scored = static_cast<double>(std::max<int64_t>(polarity_scored, 1));
+  return {loss_sum / std::max<int64_t>(predicted, 1), static_cast<double>(correct) / std::max<int64_t>(predicted, 1),
+          polarity_scored, polarity_positive / scored, polarity_correct / scored};
 }
 
 // Whether the model reads word order yet: the share of its attention that the likeliest-looking
@@ -174,15 +268,15 @@ HeldOut evaluate(nn::BertForMaskedLM& model, const std::vector<std::vector<int64
 // on BERT's early plateau predicts from the bag of pieces around a [MASK] and spreads every
 // head's weight evenly, 2 / length on the neighbours (1.6% at 128); a head that has learned to
 // look next door puts far more there, and the loss leaves the plateau with it.
-double neighbour_attention(nn::BertForMaskedLM& model, const std::vector<std::vector<int64_t>>& sequences,
-                           const datasets::MaskingOptions& options, Device device) {
+double neighbour_attention(PretrainingModel& model, const Sequences& sequences, const datasets::MaskingOptions& options,
+                           Device device) {
   NoGradGuard no_grad;
   model.eval();
   std::vector<int64_t> rows;
-  for (int64_t r = 0; r < std::min<int64_t>(16, sequences.size()); ++r) rows.push_back(r);
+  for (int64_t r = 0; r < std::min<int64_t>(16, sequences.ids.size()); ++r) rows.push_back(r);
   const Batch batch = masked_batch(sequences, rows, options, /*seed=*/12345, /*step=*/0, device);
   double best = 0;
-  for (const Tensor& layer : model.bert->attention_weights(batch.inputs)) {  // [batch, heads, T, T]
+  for (const Tensor& layer : model.mlm->bert->attention_weights(batch.inputs)) {  // [batch, heads, T, T]
     const std::vector<double> weights = layer.to(kFloat64).to_vector<double>();
     const int64_t count = layer.size(0), heads = layer.size(1), length = layer.size(2);
     for (int64_t h = 0; h < heads; ++h) {
@@ -198,6 +292,26 @@ double neighbour_attention(nn::BertForMaskedLM& model, const std::vector<std::ve
   }
   model.train();
   return best;
+}
+
+// 6b. With --polarity words: the AFINN lexicon's words marked in the packed text, for the
+// polarity head.
+void mark_polarity(const examples::CommonOptions& common, const text::WordPieceTokenizer& tokenizer, Sequences& train,
+                   Sequences& held_out) {
+  const datasets::PolarityLexicon lexicon = datasets::load_afinn(common.data_dir, tokenizer);
+  for (Sequences* sequences : {&train, &held_out}) {
+    for (const auto& ids : sequences->ids) {
+      sequences->polarity.push_back(datasets::word_polarity_targets(ids, tokenizer, lexicon));
+    }
+  }
+  int64_t marked = 0, positive = 0;
+  for (const auto& targets : train.polarity) {
+    marked += std::count_if(targets.begin(), targets.end(), [](int64_t t) { return t != -100; });
+    positive += std::count(targets.begin(), targets.end(), 1);
+  }
+  fmt::print("polarity: {} words of AFINN-165 ({} phrases left out); {} words of the training text among them, "
+             "{:.0f}% positive\n",
+             lexicon.polarity.size(), lexicon.phrases_skipped, marked, 100.0 * positive / std::max<int64_t>(marked, 1));
 }
 
 // 2. The vocabulary (the recipe above says why it is pruned): the --init-from model's own, else
@@ -300,6 +414,15 @@ int main(int argc, char** argv) {
                  "masking); pieces: each piece on its own, as the first BERT did")
       ->check(CLI::IsMember({"words", "pieces"}))
       ->capture_default_str();
+  app.add_option("--polarity", recipe.polarity, "words: a second head learns, at each word of the AFINN lexicon, "
+                 "whether it is positive or negative (sentiment-aware pretraining); none: masked language "
+                 "modelling alone")
+      ->check(CLI::IsMember({"words", "none"}))
+      ->capture_default_str();
+  app.add_option("--polarity-weight", recipe.polarity_weight, "--polarity words: the polarity loss's weight beside "
+                 "the masked-token loss")
+      ->check(examples::above(0))
+      ->capture_default_str();
   app.add_option("--fill", sentence, "the five likeliest word pieces for each [MASK] of this sentence, from the "
                  "pretrained model in --out");
 
@@ -342,14 +465,17 @@ int main(int argc, char** argv) {
     // 2. and 3. Word pieces, packed into sequences.
     const text::WordPieceTokenizer tokenizer = word_pieces(recipe, common, train_documents);
     const int64_t cls = tokenizer.token_to_id("[CLS]"), sep = tokenizer.token_to_id("[SEP]");
-    const auto train_sequences = datasets::pack_sequences(tokenize_all(tokenizer, train_documents), recipe.length, cls, sep);
-    auto held_out_sequences = datasets::pack_sequences(tokenize_all(tokenizer, held_out_documents), recipe.length, cls, sep);
-    if (held_out_sequences.size() > 256) held_out_sequences.resize(256);  // enough for the figures, quick
-    fmt::print("word pieces: {} train sequences of {} ({} pieces), {} held out\n", train_sequences.size(),
-               recipe.length, train_sequences.size() * (recipe.length - 2), held_out_sequences.size());
-    EMBER_CHECK(!train_sequences.empty() && !held_out_sequences.empty(), "pretrain_bert: too little text for a "
+    Sequences train_sequences{datasets::pack_sequences(tokenize_all(tokenizer, train_documents), recipe.length, cls, sep), {}};
+    Sequences held_out_sequences{
+        datasets::pack_sequences(tokenize_all(tokenizer, held_out_documents), recipe.length, cls, sep), {}};
+    if (held_out_sequences.ids.size() > 256) held_out_sequences.ids.resize(256);  // enough for the figures, quick
+    fmt::print("word pieces: {} train sequences of {} ({} pieces), {} held out\n", train_sequences.ids.size(),
+               recipe.length, train_sequences.ids.size() * (recipe.length - 2), held_out_sequences.ids.size());
+    EMBER_CHECK(!train_sequences.ids.empty() && !held_out_sequences.ids.empty(), "pretrain_bert: too little text for a "
                 "sequence of {} word pieces", recipe.length);
     const datasets::MaskingOptions options = masking(tokenizer, recipe.masking == "words");
+    const bool with_polarity = recipe.polarity == "words";
+    if (with_polarity) mark_polarity(common, tokenizer, train_sequences, held_out_sequences);
 
     // 5. Model: a fresh one, or with --init-from a pretrained one that goes on pretraining, on
     // the sentiment sentences alone for instance (--text sentiment: pretraining on the task's own
@@ -366,17 +492,17 @@ int main(int argc, char** argv) {
       EMBER_CHECK(loaded.max_position_embeddings >= recipe.length, "pretrain_bert: the model in {} has {} positions, "
                   "fewer than --length {}", recipe.init_from, loaded.max_position_embeddings, recipe.length);
     }
-    nn::BertForMaskedLM& model = *built;
-    const nn::BertConfig config = model.bert->config();
+    PretrainingModel model(built, with_polarity);
+    const nn::BertConfig config = model.mlm->bert->config();
     model.to(device);
     fmt::print("model: BertForMaskedLM, {} layers, hidden {}, {} heads, {} parameters, {}\n", config.num_hidden_layers,
-               config.hidden_size, config.num_attention_heads, model.num_parameters(),
+               config.hidden_size, config.num_attention_heads, model.mlm->num_parameters(),
                recipe.init_from.empty() ? recipe.init + " initialisation" : "from " + recipe.init_from);
 
     // 6. Training: --steps steps (the warm-up and cosine decay are laid out over them), stopped
     // early if --minutes runs out.
     datasets::BatchSchedule schedule = datasets::BatchSchedule::shuffled(
-        static_cast<int64_t>(train_sequences.size()), recipe.batch, common.seed);
+        static_cast<int64_t>(train_sequences.ids.size()), recipe.batch, common.seed);
     const int64_t planned_steps = recipe.steps;
     nn::AdamW optimizer(nn::weight_decay_groups(model, 0.01), {.lr = recipe.lr});
     nn::Scheduler scheduler(optimizer, std::make_shared<nn::WarmupCosine>(recipe.lr, 200, planned_steps));
@@ -389,24 +515,24 @@ int main(int argc, char** argv) {
       resumed = train::resume_from(saver.path(), model, optimizer, &scheduler, &found, &scaler);
       fmt::print("--resume: {}\n", found);
     }
-    train::MetricsLog log(common.out_path("metrics.csv"),
-                          {"train_loss", "held_out_loss", "held_out_perplexity", "held_out_accuracy",
-                           "neighbour_attention", "lr"},
-                          resumed);
+    std::vector<std::string> columns{"train_loss", "held_out_loss", "held_out_perplexity", "held_out_accuracy",
+                                     "neighbour_attention", "lr"};
+    if (with_polarity) columns.insert(columns.end(), {"train_polarity_loss", "held_out_polarity_accuracy"});
+    train::MetricsLog log(common.out_path("metrics.csv"), columns, resumed);
     train::ProgressBar progress(planned_steps, {.label = "pretrain", .unit = "sequences"}, resumed.value_or(0));
     const auto started = std::chrono::steady_clock::now();
-    double loss_sum = 0;
-    int64_t loss_count = 0, step = resumed.value_or(0);
+    double loss_sum = 0, polarity_loss_sum = 0;
+    int64_t loss_count = 0, polarity_loss_count = 0, step = resumed.value_or(0);
     HeldOut last;
     double neighbours = 0;
     model.train();
     for (step = step + 1; step <= planned_steps; ++step) {
       const std::vector<int64_t> rows = schedule.batch(step - 1);
       const Batch batch = masked_batch(train_sequences, rows, options, common.seed, step, device);
-      Tensor loss;
+      Tensor loss, polarity_loss;
       {
         const AutocastGuard autocast = train::autocast_scope(precision, device.type);
-        loss = model.loss(batch.inputs, batch.labels);  // the head at the chosen positions only
+        loss = pretraining_loss(model, batch, recipe.polarity_weight, polarity_loss);
       }
       optimizer.zero_grad();
       scaler.scale(loss).backward();
@@ -416,21 +542,34 @@ int main(int argc, char** argv) {
       scheduler.step();
       loss_sum += loss.item<double>();
       ++loss_count;
+      if (polarity_loss.defined()) {
+        polarity_loss_sum += polarity_loss.item<double>();
+        ++polarity_loss_count;
+      }
       progress.update(step, {{"loss", loss_sum / loss_count}}, static_cast<double>(rows.size()));
       const bool out_of_time =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > 60 * recipe.minutes;
       if (step % 200 == 0 || step == planned_steps || out_of_time) {
         last = evaluate(model, held_out_sequences, options, device);
         neighbours = neighbour_attention(model, held_out_sequences, options, device);
-        log.write(step, {{"train_loss", loss_sum / loss_count}, {"held_out_loss", last.loss},
-                         {"held_out_perplexity", std::exp(last.loss)}, {"held_out_accuracy", last.accuracy},
-                         {"neighbour_attention", neighbours}, {"lr", optimizer.lr(0)}});
-        progress.print_line(fmt::format("step {:>5}  train loss {:.3f}  held-out loss {:.3f} (perplexity {:.1f})  "
-                                        "masked-token accuracy {:.1f}%  attention on neighbours {:.1f}%",
-                                        step, loss_sum / loss_count, last.loss, std::exp(last.loss),
-                                        100 * last.accuracy, 100 * neighbours));
-        loss_sum = 0;
-        loss_count = 0;
+        train::MetricValues values{{"train_loss", loss_sum / loss_count}, {"held_out_loss", last.loss},
+                                   {"held_out_perplexity", std::exp(last.loss)}, {"held_out_accuracy", last.accuracy},
+                                   {"neighbour_attention", neighbours}, {"lr", optimizer.lr(0)}};
+        // With --polarity words the train loss is both objectives' sum; metrics.csv has the polarity part too.
+        std::string line = fmt::format("step {:>5}  train loss {:.3f}  held-out loss {:.3f} (perplexity {:.1f})  "
+                                       "masked-token accuracy {:.1f}%  attention on neighbours {:.1f}%",
+                                       step, loss_sum / loss_count, last.loss, std::exp(last.loss),
+                                       100 * last.accuracy, 100 * neighbours);
+        if (with_polarity) {
+          const double polarity_loss_mean = polarity_loss_sum / std::max<int64_t>(polarity_loss_count, 1);
+          values.insert(values.end(), {{"train_polarity_loss", polarity_loss_mean},
+                                       {"held_out_polarity_accuracy", last.polarity_accuracy}});
+          line += fmt::format("  polarity of hidden opinion words {:.1f}%", 100 * last.polarity_accuracy);
+        }
+        log.write(step, values);
+        progress.print_line(line);
+        loss_sum = polarity_loss_sum = 0;
+        loss_count = polarity_loss_count = 0;
         saver.save(step);
       }
       if (out_of_time) {
@@ -439,15 +578,27 @@ int main(int argc, char** argv) {
       }
     }
     progress.finish();
+    const bool finished_before = resumed.value_or(0) >= planned_steps;
+    if (finished_before) {
+      // --resume of a run that had already finished: no step ran, so measure what was saved.
+      last = evaluate(model, held_out_sequences, options, device);
+      neighbours = neighbour_attention(model, held_out_sequences, options, device);
+    }
 
     // 7. What fine-tuning reads: the model under Hugging Face's names, with its config.
     train::plot_metrics_csv(log.path(), "BERT pretraining");
     config.to_json_file(common.out_path("config.json"));
     tokenizer.save_vocab_txt(common.out_path("vocab.txt"));
-    nn::save(model, common.out_path("model.safetensors"));
-    fmt::print("held-out masked-token accuracy {:.1f}%, perplexity {:.1f}, after {} steps in {:.0f} s\n",
-               100 * last.accuracy, std::exp(last.loss), std::min(step, planned_steps),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    nn::save(*model.mlm, common.out_path("model.safetensors"));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    fmt::print("held-out masked-token accuracy {:.1f}%, perplexity {:.1f}, after {} steps{}\n", 100 * last.accuracy,
+               std::exp(last.loss), std::min(step, planned_steps),
+               finished_before ? " (trained before this --resume)" : fmt::format(" in {:.0f} s", seconds));
+    if (with_polarity) {
+      fmt::print("polarity of the {} hidden opinion words, from their sentences: {:.1f}% right ({:.1f}% are "
+                 "positive)\n",
+                 last.polarity_words, 100 * last.polarity_accuracy, 100 * last.polarity_positive);
+    }
     fmt::print("the head most drawn to word order puts {:.1f}% of its attention on the two neighbouring pieces "
                "(evenly spread: {:.1f}%)\n",
                100 * neighbours, 200.0 / static_cast<double>(recipe.length));

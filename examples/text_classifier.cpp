@@ -5,6 +5,7 @@
 //   ./build/examples/text_classifier                          # trains, about a minute on 2 cores
 //   ./build/examples/text_classifier --predict "What a great little phone!"
 //   ./build/examples/text_classifier --model bow              # the bag-of-words baseline, seconds
+//   ./build/examples/text_classifier --model lexicon          # counting opinion words, no training
 //   ./build/examples/text_classifier --model bert --init-from out/pretrain_bert   # fine-tuning
 //   ./build/examples/text_classifier --model bert --predict "What a great little phone!"
 //   OMP_NUM_THREADS=1 mpirun -np 2 ./build/examples/text_classifier   # data parallel, 2 processes
@@ -245,6 +246,34 @@ int train_bag_of_words(const examples::CommonOptions& common, Device device,
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   fmt::print("{} accuracy {:.1f}% (bag of words) after {} epochs in {:.1f} s\n", split.name, 100 * accuracy, epochs,
              seconds);
+  return 0;
+}
+
+// --model lexicon, what a word list alone knows: a sentence with more positive than negative words
+// of the AFINN-165 lexicon (the one pretrain_bert --polarity words learns from) is called
+// positive, any other negative. Nothing is trained and no label of the training split is read;
+// beside the other models it shows how much of the task the lexicon already holds.
+int classify_by_lexicon(const examples::CommonOptions& common, const MeasuredSplit& split) {
+  const text::WordPieceTokenizer words({"[UNK]"});  // for basic_tokenize alone: lower case, punctuation apart
+  const datasets::PolarityLexicon lexicon = datasets::load_afinn(common.data_dir, words);
+  fmt::print("model: AFINN-165, {} words with a polarity; positive when the positive words outnumber the negative\n",
+             lexicon.polarity.size());
+  int64_t correct = 0, without_opinion = 0, tied = 0;
+  for (const auto& sentence : split.sentences) {
+    int64_t positive = 0, negative = 0;
+    for (const std::string& word : words.basic_tokenize(sentence.text)) {
+      const auto found = lexicon.polarity.find(word);
+      if (found != lexicon.polarity.end()) (found->second == 1 ? positive : negative) += 1;
+    }
+    without_opinion += positive + negative == 0;
+    tied += positive == negative && positive > 0;
+    correct += (positive > negative ? 1 : 0) == sentence.label;
+  }
+  const int64_t count = static_cast<int64_t>(split.sentences.size());
+  fmt::print("{} sentences with no lexicon word, {} with as many positive as negative ones: called negative\n",
+             without_opinion, tied);
+  fmt::print("{} accuracy {:.1f}% (lexicon, {} sentences)\n", split.name, 100.0 * correct / std::max<int64_t>(count, 1),
+             count);
   return 0;
 }
 
@@ -513,9 +542,10 @@ int main(int argc, char** argv) {
   double encoder_lr_factor = 0.5;
   int64_t validation_fold = 0;
   app.add_option("--model", model_kind, "transformer (the demo's); bow: the bag-of-words baseline (logistic "
-                 "regression on word counts; defaults --epochs 20 --lr 0.01 --weight-decay 0.1); bert: "
-                 "BertForSequenceClassification on BERT's word pieces, from --init-from or from scratch")
-      ->check(CLI::IsMember({"transformer", "bow", "bert"}))
+                 "regression on word counts; defaults --epochs 20 --lr 0.01 --weight-decay 0.1); lexicon: count "
+                 "AFINN-165's positive and negative words, nothing trained; bert: BertForSequenceClassification on "
+                 "BERT's word pieces, from --init-from or from scratch")
+      ->check(CLI::IsMember({"transformer", "bow", "lexicon", "bert"}))
       ->capture_default_str();
   app.add_option("--init-from", init_from, "--model bert: start from this pretrained BERT folder (config.json + "
                  "model.safetensors, e.g. out/pretrain_bert); the classification head starts fresh");
@@ -586,6 +616,7 @@ int main(int argc, char** argv) {
     }
     EMBER_CHECK(init_from.empty() && config_from.empty() && vocab.empty() && !freeze_encoder,
                 "text_classifier: --init-from, --config-from, --vocab and --freeze-encoder go with --model bert");
+    if (model_kind == "lexicon") return classify_by_lexicon(common, measured);
 
     // 2. Tokens: the vocabulary comes from the training split alone.
     text::WordTokenizerOptions tokenizer_options;

@@ -37,6 +37,9 @@ expect_error "--init-from: Directory does not exist" "$examples/pretrain_bert" -
 expect_error "--vocab: small not in {corpus,bert}" "$examples/pretrain_bert" --vocab small
 expect_error "--vocab-size" "$examples/pretrain_bert" --vocab-size 0
 expect_error "--masking: sentences not in {words,pieces}" "$examples/pretrain_bert" --masking sentences
+expect_error "--polarity: sentences not in {words,none}" "$examples/pretrain_bert" --polarity sentences
+expect_error "--polarity-weight" "$examples/pretrain_bert" --polarity words --polarity-weight 0
+expect_error "--model: rules not in {transformer,bow,lexicon,bert}" "$examples/text_classifier" --model rules
 expect_error "--vocab: File does not exist" "$examples/text_classifier" --model bert --vocab "$scratch/absent.txt"
 expect_error "--config-from: Directory does not exist" "$examples/text_classifier" --model bert --config-from "$scratch/absent"
 expect_error "text_classifier: --init-from $scratch/pretrained brings its own network; --config-from $scratch/pretrained is for" \
