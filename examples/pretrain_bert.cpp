@@ -7,6 +7,7 @@
 //   bash scripts/fetch_data.sh sotu moby-dick sentiment bert-vocab
 //   ./build/examples/pretrain_bert                          # 10 minutes on 2 cores (bf16)
 //   ./build/examples/pretrain_bert --fill "the food was [MASK] ."
+//   ./build/examples/pretrain_bert --polarity words --out out/pretrain_bert_polarity   # stage 6b
 //
 // The recipe, stage by stage:
 //   1. Text: the addresses of years not divisible by 10, the first 90% of Moby Dick and the

@@ -270,7 +270,7 @@ int classify_by_lexicon(const examples::CommonOptions& common, const MeasuredSpl
     correct += (positive > negative ? 1 : 0) == sentence.label;
   }
   const int64_t count = static_cast<int64_t>(split.sentences.size());
-  fmt::print("{} sentences with no lexicon word, {} with as many positive as negative ones: called negative\n",
+  fmt::print("{} sentences have no lexicon word and {} as many positive as negative ones: both are called negative\n",
              without_opinion, tied);
   fmt::print("{} accuracy {:.1f}% (lexicon, {} sentences)\n", split.name, 100.0 * correct / std::max<int64_t>(count, 1),
              count);

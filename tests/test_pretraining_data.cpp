@@ -225,7 +225,7 @@ TEST_CASE("read_polarity_lexicon: a missing file, bad JSON, a bad score and a co
   CHECK_THROWS_WITH_AS(datasets::load_afinn(scratch.file("absent"), tokenizer),
                        doctest::Contains("fetch_data.sh sentiment"), Error);
   CHECK_THROWS_WITH_AS(read(R"({"good": 3,)"), doctest::Contains("not valid JSON"), Error);
-  CHECK_THROWS_WITH_AS(read(R"(["good", "bad"])"), doctest::Contains("expected a JSON object of word -> score, found a array"),
+  CHECK_THROWS_WITH_AS(read(R"(["good", "bad"])"), doctest::Contains("expected a JSON object of word -> score, found a JSON array"),
                        Error);
   CHECK_THROWS_WITH_AS(read(R"({"good": 7})"), doctest::Contains("\"good\" must be an integer from -5 to 5, got 7"),
                        Error);

@@ -17,7 +17,7 @@ PolarityLexicon read_polarity_lexicon(const std::string& path, const text::WordP
   } catch (const nlohmann::json::exception& error) {
     fail("read_polarity_lexicon: {}: not valid JSON: {}", path, error.what());
   }
-  EMBER_CHECK(scores.is_object(), "read_polarity_lexicon: {}: expected a JSON object of word -> score, found a {}",
+  EMBER_CHECK(scores.is_object(), "read_polarity_lexicon: {}: expected a JSON object of word -> score, found a JSON {}",
               path, scores.type_name());
   PolarityLexicon lexicon;
   for (const auto& [entry, score] : scores.items()) {
