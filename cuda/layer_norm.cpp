@@ -30,12 +30,18 @@ void layer_norm_backward_cuda(const Tensor& grad_x, const Tensor& grad_weight, c
                               const Tensor& grad_y, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                               const Tensor& weight) {
   const int64_t rows = mean.numel(), n = rows == 0 ? 0 : x.numel() / rows;
+  // The partial sums of grad_weight and grad_bias, from the caching allocator. It may be freed as
+  // soon as the kernels are queued: the next op to get the block queues behind them on the one stream.
+  Tensor scratch;
+  if ((grad_weight.defined() || grad_bias.defined()) && rows > 0 && n > 0) {
+    scratch = make_tensor({layer_norm_backward_scratch_elements(rows, n)}, kFloat64, x.device());
+  }
   visit_any_floating(x.dtype(), "layer_norm", [&]<class T>() {
     using C = compute_type<T>;
-    launch_layer_norm_backward<device_element_t<T>>(device_data<T>(grad_y), device_data<T>(x), mean.data_ptr<C>(),
-                                                    rstd.data_ptr<C>(), data_or_null<T>(weight),
-                                                    data_or_null<T>(grad_x), data_or_null<T>(grad_weight),
-                                                    data_or_null<T>(grad_bias), rows, n);
+    launch_layer_norm_backward<device_element_t<T>>(
+        device_data<T>(grad_y), device_data<T>(x), mean.data_ptr<C>(), rstd.data_ptr<C>(), data_or_null<T>(weight),
+        data_or_null<T>(grad_x), data_or_null<T>(grad_weight), data_or_null<T>(grad_bias),
+        scratch.defined() ? scratch.data_ptr<double>() : nullptr, rows, n);
   });
 }
 EMBER_REGISTER_KERNEL(kernels::layer_norm_backward, DeviceType::CUDA, layer_norm_backward_cuda);

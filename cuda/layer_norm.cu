@@ -1,9 +1,10 @@
 // layer_norm on CUDA. The forward and grad_x give each row to one block (two block sums for the
 // mean and the variance of x - mean, as the CPU computes them; two more for grad_x). grad_weight
-// and grad_bias are sums over rows, computed by a second kernel in which a block owns 32
-// columns and its 16 thread rows walk the rows: reads stay coalesced, each column's sum is
-// formed in a fixed order (no atomics, so the result is reproducible), and float32 sums are
-// accumulated in double, as on the CPU. bfloat16 and float16 rows are read as float: the
+// and grad_bias are sums over rows, split as cuda/column_sum_plan.h plans: a block owns 32
+// columns and one slice of the rows, which its 16 thread rows walk (reads stay coalesced); a
+// second kernel adds each column's partials in slice order. Every sum is formed in a fixed order
+// (no atomics, so the result is reproducible), and float32 sums are accumulated in double, as on
+// the CPU. bfloat16 and float16 rows are read as float: the
 // statistics (mean and rstd, kept in float32) and every output are computed in float32, and
 // each output is rounded once where it is stored.
 #include <cmath>
@@ -11,6 +12,7 @@
 
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
+#include "cuda/column_sum_plan.h"
 #include "cuda/half_elements.h"
 #include "cuda/launch.h"
 #include "cuda/layer_norm_kernels.h"
@@ -75,40 +77,60 @@ __global__ void layer_norm_grad_x(const T* grad_y, const T* x, const C* mean, co
   }
 }
 
-constexpr int kColumnsPerBlock = 32, kRowLanes = 16;
+constexpr int kRowLanes = 16;  // thread rows of a parameter-gradient block, each walking every 16th row
 
-// grad_weight[i] = sum over rows of grad_y * xhat, grad_bias[i] = sum over rows of grad_y.
-// Launched with blockDim (kColumnsPerBlock, kRowLanes).
+// Partial sums over one slice of the rows, for 32 columns: weight_partials[split * n + column] =
+// sum of grad_y * xhat, bias_partials[...] = sum of grad_y, over the slice's rows. Launched with
+// blockDim (kColumnsPerGroup, kRowLanes) and gridDim.y = plan.splits; gridDim.x strides over the
+// column groups.
 template <class T, class C = compute_t<T>>
-__global__ void layer_norm_grad_parameters(const T* grad_y, const T* x, const C* mean, const C* rstd,
-                                           T* grad_weight, T* grad_bias, int64_t rows, int64_t n) {
-  using Acc = std::conditional_t<std::is_same_v<C, float>, double, C>;
-  __shared__ Acc weight_partials[kRowLanes][kColumnsPerBlock];
-  __shared__ Acc bias_partials[kRowLanes][kColumnsPerBlock];
-  for (int64_t first = blockIdx.x * int64_t(kColumnsPerBlock); first < n;
-       first += int64_t(gridDim.x) * kColumnsPerBlock) {
+__global__ void layer_norm_parameter_partials(const T* grad_y, const T* x, const C* mean, const C* rstd,
+                                              ColumnSumPlan plan, double* weight_partials, double* bias_partials) {
+  // double for float32 and the 16-bit formats, as on the CPU; double stays double.
+  __shared__ double weight_lanes[kRowLanes][kColumnsPerGroup];
+  __shared__ double bias_lanes[kRowLanes][kColumnsPerGroup];
+  const int64_t n = plan.columns, split = blockIdx.y;
+  const int64_t begin = plan.split_begin(split), end = plan.split_end(split);
+  for (int64_t first = blockIdx.x * kColumnsPerGroup; first < n; first += int64_t(gridDim.x) * kColumnsPerGroup) {
     const int64_t column = first + threadIdx.x;
-    Acc weight_sum = 0, bias_sum = 0;
+    double weight_sum = 0, bias_sum = 0;
     if (column < n) {
-      for (int64_t row = threadIdx.y; row < rows; row += kRowLanes) {
+      for (int64_t row = begin + threadIdx.y; row < end; row += kRowLanes) {
         const C g = to_compute(grad_y[row * n + column]);
-        weight_sum += static_cast<Acc>(g * ((to_compute(x[row * n + column]) - mean[row]) * rstd[row]));
-        bias_sum += static_cast<Acc>(g);
+        weight_sum += static_cast<double>(g * ((to_compute(x[row * n + column]) - mean[row]) * rstd[row]));
+        bias_sum += static_cast<double>(g);
       }
     }
-    weight_partials[threadIdx.y][threadIdx.x] = weight_sum;
-    bias_partials[threadIdx.y][threadIdx.x] = bias_sum;
+    weight_lanes[threadIdx.y][threadIdx.x] = weight_sum;
+    bias_lanes[threadIdx.y][threadIdx.x] = bias_sum;
     __syncthreads();
     if (threadIdx.y == 0 && column < n) {
       for (int lane = 1; lane < kRowLanes; ++lane) {
-        weight_sum += weight_partials[lane][threadIdx.x];
-        bias_sum += bias_partials[lane][threadIdx.x];
+        weight_sum += weight_lanes[lane][threadIdx.x];
+        bias_sum += bias_lanes[lane][threadIdx.x];
       }
-      // Through the compute type, as the CPU stores these sums.
-      if (grad_weight != nullptr) grad_weight[column] = round_to<T>(static_cast<C>(weight_sum));
-      if (grad_bias != nullptr) grad_bias[column] = round_to<T>(static_cast<C>(bias_sum));
+      weight_partials[split * n + column] = weight_sum;
+      bias_partials[split * n + column] = bias_sum;
     }
-    __syncthreads();  // the partials are rewritten by the next group of columns
+    __syncthreads();  // the lanes' shared sums are rewritten by the next group of columns
+  }
+}
+
+// grad_weight[column] and grad_bias[column]: the column's partials added in slice order, then
+// stored through the compute type, as the CPU stores these sums.
+template <class T, class C = compute_t<T>>
+__global__ void layer_norm_parameter_totals(const double* weight_partials, const double* bias_partials,
+                                            ColumnSumPlan plan, T* grad_weight, T* grad_bias) {
+  const int64_t n = plan.columns;
+  for (int64_t column = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; column < n;
+       column += int64_t(gridDim.x) * blockDim.x) {
+    double weight_sum = 0, bias_sum = 0;
+    for (int64_t split = 0; split < plan.splits; ++split) {
+      weight_sum += weight_partials[split * n + column];
+      bias_sum += bias_partials[split * n + column];
+    }
+    if (grad_weight != nullptr) grad_weight[column] = round_to<T>(static_cast<C>(weight_sum));
+    if (grad_bias != nullptr) grad_bias[column] = round_to<T>(static_cast<C>(bias_sum));
   }
 }
 
@@ -125,7 +147,8 @@ void launch_layer_norm_forward(const T* x, const T* weight, const T* bias, T* y,
 
 template <class T>
 void launch_layer_norm_backward(const T* grad_y, const T* x, const compute_t<T>* mean, const compute_t<T>* rstd,
-                                const T* weight, T* grad_x, T* grad_weight, T* grad_bias, int64_t rows, int64_t n) {
+                                const T* weight, T* grad_x, T* grad_weight, T* grad_bias, double* scratch,
+                                int64_t rows, int64_t n) {
   // No elements: nothing to write here (core zeroes grad_weight and grad_bias itself).
   if (rows == 0 || n == 0) return;
   if (grad_x != nullptr) {
@@ -134,9 +157,16 @@ void launch_layer_norm_backward(const T* grad_y, const T* x, const compute_t<T>*
     check_launch("layer_norm backward");
   }
   if (grad_weight != nullptr || grad_bias != nullptr) {
-    const dim3 threads(kColumnsPerBlock, kRowLanes);
-    layer_norm_grad_parameters<<<blocks_for(n, kColumnsPerBlock), threads, 0, current_stream()>>>(
-        grad_y, x, mean, rstd, grad_weight, grad_bias, rows, n);
+    const ColumnSumPlan plan = plan_column_sums(rows, n);
+    double* weight_partials = scratch;
+    double* bias_partials = scratch + plan.partials_per_sum();
+    const dim3 threads(kColumnsPerGroup, kRowLanes);
+    const dim3 blocks(blocks_for(n, kColumnsPerGroup), static_cast<unsigned int>(plan.splits));
+    layer_norm_parameter_partials<<<blocks, threads, 0, current_stream()>>>(grad_y, x, mean, rstd, plan,
+                                                                            weight_partials, bias_partials);
+    check_launch("layer_norm backward");
+    layer_norm_parameter_totals<<<blocks_for(n), kThreadsPerBlock, 0, current_stream()>>>(
+        weight_partials, bias_partials, plan, grad_weight, grad_bias);
     check_launch("layer_norm backward");
   }
 }
@@ -145,7 +175,7 @@ void launch_layer_norm_backward(const T* grad_y, const T* x, const compute_t<T>*
   template void launch_layer_norm_forward<T>(const T*, const T*, const T*, T*, compute_t<T>*, compute_t<T>*,     \
                                              int64_t, int64_t, double);                                         \
   template void launch_layer_norm_backward<T>(const T*, const T*, const compute_t<T>*, const compute_t<T>*,      \
-                                              const T*, T*, T*, T*, int64_t, int64_t);
+                                              const T*, T*, T*, T*, double*, int64_t, int64_t);
 EMBER_FOR_EACH_FLOATING_ELEMENT(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
 

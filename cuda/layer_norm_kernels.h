@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "cuda/column_sum_plan.h"
 #include "cuda/half_elements.h"
 
 namespace ember::cuda {
@@ -15,8 +16,15 @@ template <class T>
 void launch_layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, compute_t<T>* mean,
                                compute_t<T>* rstd, int64_t rows, int64_t n, double eps);
 
+// `scratch`: layer_norm_backward_scratch_elements(rows, n) doubles of device memory when
+// grad_weight or grad_bias is wanted (their partial sums, cuda/column_sum_plan.h).
 template <class T>
 void launch_layer_norm_backward(const T* grad_y, const T* x, const compute_t<T>* mean, const compute_t<T>* rstd,
-                                const T* weight, T* grad_x, T* grad_weight, T* grad_bias, int64_t rows, int64_t n);
+                                const T* weight, T* grad_x, T* grad_weight, T* grad_bias, double* scratch,
+                                int64_t rows, int64_t n);
+
+inline int64_t layer_norm_backward_scratch_elements(int64_t rows, int64_t n) {
+  return 2 * plan_column_sums(rows, n).partials_per_sum();  // grad_weight's partials, then grad_bias's
+}
 
 }  // namespace ember::cuda

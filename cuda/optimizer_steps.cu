@@ -21,6 +21,10 @@ template <class T>
 __global__ void adam_step_kernel(AdamTensorList<T> list, AdamHyperParameters options) {
   using C = compute_t<T>;
   const int t = blockIdx.y;
+  // The grid is sized for the list's largest parameter: a block past a smaller one's end leaves
+  // before the step's scalars (two pow in double per thread), which would otherwise cost more
+  // than the update itself when most of the list is biases and norms.
+  if (blockIdx.x * int64_t(blockDim.x) >= list.sizes[t]) return;
   T* param = list.params[t];
   const T* grad = list.grads[t];
   T* m = list.exp_avg[t];

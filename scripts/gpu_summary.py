@@ -5,7 +5,7 @@
 It reads, each only if present (a stage that timed out or was skipped leaves some out):
     check-stages.tsv        stage, status, seconds, note: one line per stage, in the order run
     suites.log              ctest's output over the CUDA suites
-    sanitizer-status.tsv    tool, suite, status, seconds: one line per compute-sanitizer job
+    sanitizer-status.tsv    tool, suite, status, seconds, doctest option: one line per compute-sanitizer job
     harness-*.json          the GPU harness's measurements (side_by_side.py --save)
     bench-attention.json    bench_cuda_attention's results (Google Benchmark's JSON)
     cpu-harness.log         the CPU harness's output (its per-round lines)
@@ -89,10 +89,11 @@ def sanitizer_section(out):
     if not rows:
         lines.append("No sanitizer job ran.")
         return lines
-    lines += ["| tool | suite | result | seconds |", "|---|---|---|---:|"]
+    lines += ["| tool | suite | result | seconds | cases |", "|---|---|---|---:|---|"]
     for row in rows:
-        tool, suite, status, seconds = (row + ["", "", "", ""])[:4]
-        lines.append(f"| {tool} | {suite} | {status} | {seconds} |")
+        tool, suite, status, seconds, option = (row + ["", "", "", "", ""])[:5]
+        cases = f"`{option}`" if option else "all"
+        lines.append(f"| {tool} | {suite} | {status} | {seconds} | {cases} |")
     waiting = [f"{row[0]} {row[1]}" for row in rows if len(row) > 2 and row[2] == "not run"]
     if waiting:
         lines += ["", f"Not run this time, first in line for the next run: {', '.join(waiting)}."]

@@ -387,8 +387,8 @@ TEST_CASE("where, masked_fill, tril and triu move bfloat16 and float16 elements 
     check_half_op_parity([](const Inputs& in) { return where(in[0], in[1], in[2]); }, {condition, a, b}, dtype,
                          "where");
     const Tensor mask = gt(randn({6, 1}), 0.0);
-    // -1e9 is past float16's range: -inf there, on both devices.
-    check_half_op_parity([](const Inputs& in) { return masked_fill(in[0].t(), in[1], -1e9); },
+    // -6e4 is within both 16-bit ranges (a fill value past them is refused, as in PyTorch).
+    check_half_op_parity([](const Inputs& in) { return masked_fill(in[0].t(), in[1], -6e4); },
                          {as_leaf(randn({5, 6})), mask}, dtype, "masked_fill");
     const Tensor x = as_leaf(randn({3, 5, 7}));
     for (int64_t diagonal : {-2, 0, 3}) {
@@ -439,7 +439,9 @@ TEST_CASE("bfloat16 and float16 fill, arange, rand, randn and randint match the 
   for (const DType dtype : kHalfDTypes) {
     const std::string name(dtype_name(dtype));
     const TensorOptions on_gpu = TensorOptions(dtype).device(kGPU);
-    for (const double value : {0.1, -3.3, 1e5, 1.0 + 0x1p-8 + 0x1p-30, 1e-7}) {
+    // 61,000 falls between two float16 values (32 apart there); a value past float16's largest
+    // finite one, 65,504, is refused on both devices (tested on the CPU in test_scalar_range).
+    for (const double value : {0.1, -3.3, 6.1e4, 1.0 + 0x1p-8 + 0x1p-30, 1e-7}) {
       check_parity(full({5, 3}, value, on_gpu), full({5, 3}, value, dtype), 0.0, "full " + name);
     }
     Tensor view = zeros({4, 6}, on_gpu);

@@ -37,7 +37,7 @@ Tensor step(TinyModel& model, const Tensor& x, const Tensor& targets) {
 
 struct Run {
   std::vector<double> losses;
-  std::vector<Tensor> weights;
+  std::vector<Tensor> weights;  // on the GPU, where training left them
   double adam_step_count = 0;
 };
 
@@ -86,7 +86,7 @@ Run train(bool captured, Optim kind, uint64_t seed, int steps) {
       run.losses.push_back(loss.item<double>());
     }
   }
-  for (const Tensor& p : model.parameters()) run.weights.push_back(p.cpu());
+  for (const Tensor& p : model.parameters()) run.weights.push_back(p.detach().clone());  // left on the GPU
   if (kind == Optim::AdamW) run.adam_step_count = optimizer->state_dict().at("state.0.step").item<double>();
   return run;
 }
@@ -102,7 +102,7 @@ void check_same_training(Optim kind) {
   }
   // The losses move: the replays did train, and drew new dropout masks.
   CHECK(graphed.losses[1] != graphed.losses[2]);
-  for (size_t i = 0; i < eager.weights.size(); ++i) check_parity(graphed.weights[i], eager.weights[i], 1e-5, "weights");
+  for (size_t i = 0; i < eager.weights.size(); ++i) check_parity(graphed.weights[i], eager.weights[i].cpu(), 1e-5, "weights");
   CHECK(graphed.adam_step_count == eager.adam_step_count);  // each replay counted its step
 }
 
@@ -188,7 +188,7 @@ Run translate(bool graphs, uint64_t seed) {
     if (graphs && s >= 4) CHECK(steps.last_run() == train::StepRun::kReplayed);
   }
   if (graphs) CHECK(steps.graphs() == 2);
-  for (const Tensor& p : model.parameters()) run.weights.push_back(p.cpu());
+  for (const Tensor& p : model.parameters()) run.weights.push_back(p.detach().clone());  // left on the GPU
   return run;
 }
 
@@ -200,7 +200,7 @@ TEST_CASE("an encoder-decoder step through GraphedSteps, two batch shapes, match
     INFO("step " << s);
     CHECK(graphed.losses[s] == doctest::Approx(eager.losses[s]).epsilon(1e-5));
   }
-  for (size_t i = 0; i < eager.weights.size(); ++i) check_parity(graphed.weights[i], eager.weights[i], 1e-4, "weights");
+  for (size_t i = 0; i < eager.weights.size(); ++i) check_parity(graphed.weights[i], eager.weights[i].cpu(), 1e-4, "weights");
 }
 
 }  // namespace

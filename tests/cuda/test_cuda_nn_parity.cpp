@@ -76,6 +76,11 @@ TEST_CASE("layer_norm matches the CPU, with and without weight and bias") {
     check_op("layer_norm, many rows", {leaf({700, 33}, dtype), leaf({33}, dtype), leaf({33}, dtype)},
              [](const std::vector<Tensor>& in) { return layer_norm(in[0], {33}, in[1], in[2]); },
              kReductionTolerance);
+    // A training step's shape: grad_weight and grad_bias summed over 32 slices of 65 rows or fewer,
+    // 8 groups of columns (cuda/column_sum_plan.h), the partials then added slice by slice.
+    check_op("layer_norm, a step's rows", {leaf({2049, 256}, dtype), leaf({256}, dtype), leaf({256}, dtype)},
+             [](const std::vector<Tensor>& in) { return layer_norm(in[0], {256}, in[1], in[2]); },
+             kReductionTolerance);
   }
 }
 

@@ -70,6 +70,8 @@ expect "the failing case's output is kept in the stage's log" 'NOT correct' "$ou
 expect "racecheck ran first on the attention cases" '^\| racecheck \| cuda_test_cuda_nn_parity \| passed \|'
 expect "a sanitizer job past the deadline is cut off" '^\| synccheck \| cuda_test_cuda_nn_parity \| timed out \|'
 expect "the jobs left are listed for the next run" 'first in line for the next run: memcheck'
+expect "the attention jobs name their cases" '^\| racecheck \| cuda_test_cuda_nn_parity \| passed \| [0-9]+ \| `-tc=\*attention\*` \|'
+expect "memcheck leaves out the deliberate out-of-memory" '^\| memcheck \| cuda_test_cuda_runtime \| .* \| `-tce=\*allocation\*larger\*than\*the\*GPU\*` \|'
 expect "the harness's figures" '^\| fp32-graphs-classifier \| classifier \| 32 \| 4.00 \| 10.60 \| 2.65x \|'
 expect "three settings of the harness per workload" '^\| bf16-graphs-encoder-decoder \|'
 expect "the attention figures" 'BM_CudaAttentionBf16Forward/tensor_cores:1/causal:0/len:1024 \| 1.500 \| 200.0 \|'
