@@ -5,11 +5,15 @@
 // reads the rate set before it and counts its step); a replay adds no host wait and no
 // cudaMalloc; misuse is an Error. train::GraphedSteps trains an encoder-decoder on batches of two
 // shapes, one graph each, as op-by-op training does.
+#include <cmath>
 #include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "helpers.h"
+#include "noise_gradients.h"
 #include "parity.h"
 
 namespace ember::testing::cuda {
@@ -149,8 +153,16 @@ namespace {
 // A small encoder-decoder trained through train::GraphedSteps on batches of two shapes, with
 // what the translation example's step has: padding in source and target, the causal mask, label
 // smoothing with ignored padding, clipping and AdamW under a changing learning rate. Returns the
-// losses and the final weights.
-Run translate(bool graphs, uint64_t seed) {
+// losses and the final weights, by name.
+struct TranslationRun {
+  std::vector<double> losses;
+  std::vector<std::pair<std::string, Tensor>> weights;  // on the GPU
+};
+
+constexpr int kTranslationSteps = 9;
+double translation_lr(int s) { return 1e-3 * (1.0 + 0.1 * s); }
+
+TranslationRun translate(bool graphs, uint64_t seed, DType dtype) {
   manual_seed(seed);
   nn::TransformerOptions options;
   options.source_vocab_size = options.target_vocab_size = 24;
@@ -160,6 +172,7 @@ Run translate(bool graphs, uint64_t seed) {
   options.layer = {.d_model = 16, .num_heads = 2, .d_ff = 32, .dropout = 0.1, .norm_first = true};
   options.pad_id = 0;
   nn::Transformer model(options);
+  model.to(dtype);
   model.to(kGPU);
   nn::AdamW optimizer(model.parameters(), {.lr = 1e-3});
   train::GraphedSteps steps(
@@ -176,31 +189,56 @@ Run translate(bool graphs, uint64_t seed) {
         return loss;
       },
       {.enabled = graphs});
-  Run run;
-  for (int s = 0; s < 9; ++s) {
+  TranslationRun run;
+  for (int s = 0; s < kTranslationSteps; ++s) {
     const int64_t length = s % 3 == 0 ? 8 : 16;  // two shapes, interleaved
     Tensor source = randint(1, 24, {4, length});
     Tensor target = randint(1, 24, {4, length});
     source.narrow(1, length - 3, 3).narrow(0, 0, 2).fill_(0);  // padding at the end of two rows
     target.narrow(1, length - 2, 2).narrow(0, 1, 2).fill_(0);
-    optimizer.set_lr(0, 1e-3 * (1.0 + 0.1 * s));
+    optimizer.set_lr(0, translation_lr(s));
     run.losses.push_back(steps({source.to(kGPU), target.to(kGPU)}).item<double>());
     if (graphs && s >= 4) CHECK(steps.last_run() == train::StepRun::kReplayed);
   }
   if (graphs) CHECK(steps.graphs() == 2);
-  for (const Tensor& p : model.parameters()) run.weights.push_back(p.detach().clone());  // left on the GPU
+  for (const auto& [name, p] : model.named_parameters()) run.weights.emplace_back(name, p.detach().clone());
   return run;
 }
 
+// Replayed and op-by-op steps run the same kernels, but the embedding's backward adds repeated
+// ids with atomics, in an order that varies from run to run, and in float32 such rounding
+// differences grow over a few steps of training (test_cuda_models measures how far). So the
+// float32 runs are held to their losses, and the weights are compared in float64, where the
+// same growth stays far below 1e-9. k_proj.bias, whose gradient is rounding noise
+// (tests/noise_gradients.h), may be moved apart by up to lr * adam_step_bound(t) per element
+// per step on each side.
 TEST_CASE("an encoder-decoder step through GraphedSteps, two batch shapes, matches op-by-op training") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
-  const Run eager = translate(false, seed), graphed = translate(true, seed);
-  for (size_t s = 0; s < eager.losses.size(); ++s) {
-    INFO("step " << s);
-    CHECK(graphed.losses[s] == doctest::Approx(eager.losses[s]).epsilon(1e-5));
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    INFO("dtype " << dtype_name(dtype));
+    const TranslationRun eager = translate(false, seed, dtype), graphed = translate(true, seed, dtype);
+    const double loss_tolerance = dtype == kFloat32 ? 1e-4 : 1e-9;
+    for (size_t s = 0; s < eager.losses.size(); ++s) {
+      INFO("step " << s);
+      CHECK(graphed.losses[s] == doctest::Approx(eager.losses[s]).epsilon(loss_tolerance));
+    }
+    if (dtype == kFloat32) continue;
+    double noise_distance = 0;
+    for (int s = 0; s < kTranslationSteps; ++s) noise_distance += 2 * adam_step_bound(s + 1) * translation_lr(s);
+    for (size_t i = 0; i < eager.weights.size(); ++i) {
+      const auto& [name, weight] = eager.weights[i];
+      const Tensor& replayed = graphed.weights[i].second;
+      if (!softmax_invariant(name)) {
+        check_parity(replayed, weight.cpu(), 1e-9, "weights: " + name);
+        continue;
+      }
+      const Tensor apart = sub(replayed, weight);
+      const double distance = std::sqrt(sum(mul(apart, apart)).item<double>());
+      const double allowed = noise_distance * std::sqrt(static_cast<double>(weight.numel()));
+      CHECK_MESSAGE(distance <= allowed, name << ": |graphed - eager| = " << distance << " > " << allowed);
+    }
   }
-  for (size_t i = 0; i < eager.weights.size(); ++i) check_parity(graphed.weights[i], eager.weights[i].cpu(), 1e-4, "weights");
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ echo "  2/2 Test  #2: cuda_test_cuda_models ..........***Failed    1.23 sec"
 echo "a failing case: CHECK( x == y ) is NOT correct!"
 exit 8'
 # compute-sanitizer: synccheck (the second job) is too slow for the share; the others pass.
-stub compute-sanitizer 'case "$*" in *synccheck*) sleep 30 ;; *) sleep 0.2 ;; esac'
+stub compute-sanitizer 'echo "$*" >> "$(dirname "$0")/sanitizer-calls"; case "$*" in *synccheck*) sleep 30 ;; *) sleep 0.2 ;; esac'
 # The harness: the GPU runs save their measurements; the CPU run hangs past its cap.
 stub harness-python 'save=""; device=""
 while [ $# -gt 0 ]; do case "$1" in --save) save=$2; shift ;; --device) device=$2; shift ;; esac; shift; done
@@ -71,6 +71,12 @@ expect "racecheck ran first on the attention cases" '^\| racecheck \| cuda_test_
 expect "a sanitizer job past the deadline is cut off" '^\| synccheck \| cuda_test_cuda_nn_parity \| timed out \|'
 expect "the jobs left are listed for the next run" 'first in line for the next run: memcheck'
 expect "the attention jobs name their cases" '^\| racecheck \| cuda_test_cuda_nn_parity \| passed \| [0-9]+ \| `-tc=\*attention\*` \|'
+# The sanitizer stage alone, from the first memcheck job on, so that every job is reached.
+PATH="$stubs:$PATH" OUT="$work/sanitizers" GPU_BUILD_DIR="$build" GPU_DEPS_DIR="$deps" GPU_DEPS_PREFIX="$prefix" \
+  EMBER_SANITIZER_START=2 CHECK_MIN_STAGE_S=3 CHECK_STAGE_DEADLINE=$(($(date +%s) + 8)) \
+  bash scripts/gpu_session.sh check-sanitizers > "$work/sanitizers.out" 2>&1 || true
+expect "the sanitizer's options go to it, before the suite" '--leak-check no --report-api-errors=no .*/cuda_test_cuda_nccl$' "$stubs/sanitizer-calls"
+expect "the suite's options go to the suite, wildcards intact" '/cuda_test_cuda_nn_parity -tc=\*attention\*$' "$stubs/sanitizer-calls"
 expect "memcheck leaves out the deliberate out-of-memory" '^\| memcheck \| cuda_test_cuda_runtime \| .* \| `-tce=\*allocation\*larger\*than\*the\*GPU\*` \|'
 expect "the harness's figures" '^\| fp32-graphs-classifier \| classifier \| 32 \| 4.00 \| 10.60 \| 2.65x \|'
 expect "three settings of the harness per workload" '^\| bf16-graphs-encoder-decoder \|'
