@@ -1,18 +1,15 @@
 // layer_norm on CUDA. The forward and grad_x give each row to one block (two block sums for the
 // mean and the variance of x - mean, as the CPU computes them; two more for grad_x). grad_weight
-// and grad_bias are sums over rows, split as cuda/column_sum_plan.h plans: a block owns 32
-// columns and one slice of the rows, which its 16 thread rows walk (reads stay coalesced); a
-// second kernel adds each column's partials in slice order. Every sum is formed in a fixed order
-// (no atomics, so the result is reproducible), and float32 sums are accumulated in double, as on
-// the CPU. bfloat16 and float16 rows are read as float: the
+// and grad_bias are sums over rows, both taken by one pass of cuda/column_sums.cuh: coalesced,
+// split over the GPU, in a fixed order (no atomics, so the result is reproducible), and
+// accumulated in double, as on the CPU. bfloat16 and float16 rows are read as float: the
 // statistics (mean and rstd, kept in float32) and every output are computed in float32, and
 // each output is rounded once where it is stored.
 #include <cmath>
-#include <type_traits>
 
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
-#include "cuda/column_sum_plan.h"
+#include "cuda/column_sums.cuh"
 #include "cuda/half_elements.h"
 #include "cuda/launch.h"
 #include "cuda/layer_norm_kernels.h"
@@ -77,62 +74,32 @@ __global__ void layer_norm_grad_x(const T* grad_y, const T* x, const C* mean, co
   }
 }
 
-constexpr int kRowLanes = 16;  // thread rows of a parameter-gradient block, each walking every 16th row
-
-// Partial sums over one slice of the rows, for 32 columns: weight_partials[split * n + column] =
-// sum of grad_y * xhat, bias_partials[...] = sum of grad_y, over the slice's rows. Launched with
-// blockDim (kColumnsPerGroup, kRowLanes) and gridDim.y = plan.splits; gridDim.x strides over the
-// column groups.
+// One row's terms of grad_weight and grad_bias at a column: grad_y * xhat and grad_y, each
+// computed in the compute type as on the CPU, then summed in double (cuda/column_sums.cuh).
 template <class T, class C = compute_t<T>>
-__global__ void layer_norm_parameter_partials(const T* grad_y, const T* x, const C* mean, const C* rstd,
-                                              ColumnSumPlan plan, double* weight_partials, double* bias_partials) {
-  // double for float32 and the 16-bit formats, as on the CPU; double stays double.
-  __shared__ double weight_lanes[kRowLanes][kColumnsPerGroup];
-  __shared__ double bias_lanes[kRowLanes][kColumnsPerGroup];
-  const int64_t n = plan.columns, split = blockIdx.y;
-  const int64_t begin = plan.split_begin(split), end = plan.split_end(split);
-  for (int64_t first = blockIdx.x * kColumnsPerGroup; first < n; first += int64_t(gridDim.x) * kColumnsPerGroup) {
-    const int64_t column = first + threadIdx.x;
-    double weight_sum = 0, bias_sum = 0;
-    if (column < n) {
-      for (int64_t row = begin + threadIdx.y; row < end; row += kRowLanes) {
-        const C g = to_compute(grad_y[row * n + column]);
-        weight_sum += static_cast<double>(g * ((to_compute(x[row * n + column]) - mean[row]) * rstd[row]));
-        bias_sum += static_cast<double>(g);
-      }
-    }
-    weight_lanes[threadIdx.y][threadIdx.x] = weight_sum;
-    bias_lanes[threadIdx.y][threadIdx.x] = bias_sum;
-    __syncthreads();
-    if (threadIdx.y == 0 && column < n) {
-      for (int lane = 1; lane < kRowLanes; ++lane) {
-        weight_sum += weight_lanes[lane][threadIdx.x];
-        bias_sum += bias_lanes[lane][threadIdx.x];
-      }
-      weight_partials[split * n + column] = weight_sum;
-      bias_partials[split * n + column] = bias_sum;
-    }
-    __syncthreads();  // the lanes' shared sums are rewritten by the next group of columns
+struct ParameterGradientTerms {
+  const T* grad_y;
+  const T* x;
+  const C* mean;
+  const C* rstd;
+  int64_t n;
+  __device__ void operator()(int64_t row, int64_t column, double (&terms)[2]) const {
+    const C g = to_compute(grad_y[row * n + column]);
+    terms[0] = static_cast<double>(g * ((to_compute(x[row * n + column]) - mean[row]) * rstd[row]));
+    terms[1] = static_cast<double>(g);
   }
-}
+};
 
-// grad_weight[column] and grad_bias[column]: the column's partials added in slice order, then
-// stored through the compute type, as the CPU stores these sums.
+// Stores the column totals through the compute type, as the CPU stores these sums.
 template <class T, class C = compute_t<T>>
-__global__ void layer_norm_parameter_totals(const double* weight_partials, const double* bias_partials,
-                                            ColumnSumPlan plan, T* grad_weight, T* grad_bias) {
-  const int64_t n = plan.columns;
-  for (int64_t column = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; column < n;
-       column += int64_t(gridDim.x) * blockDim.x) {
-    double weight_sum = 0, bias_sum = 0;
-    for (int64_t split = 0; split < plan.splits; ++split) {
-      weight_sum += weight_partials[split * n + column];
-      bias_sum += bias_partials[split * n + column];
-    }
-    if (grad_weight != nullptr) grad_weight[column] = round_to<T>(static_cast<C>(weight_sum));
-    if (grad_bias != nullptr) grad_bias[column] = round_to<T>(static_cast<C>(bias_sum));
+struct StoreParameterGradients {
+  T* grad_weight;
+  T* grad_bias;
+  __device__ void operator()(int64_t column, const double (&totals)[2]) const {
+    if (grad_weight != nullptr) grad_weight[column] = round_to<T>(static_cast<C>(totals[0]));
+    if (grad_bias != nullptr) grad_bias[column] = round_to<T>(static_cast<C>(totals[1]));
   }
-}
+};
 
 }  // namespace
 
@@ -157,17 +124,9 @@ void launch_layer_norm_backward(const T* grad_y, const T* x, const compute_t<T>*
     check_launch("layer_norm backward");
   }
   if (grad_weight != nullptr || grad_bias != nullptr) {
-    const ColumnSumPlan plan = plan_column_sums(rows, n);
-    double* weight_partials = scratch;
-    double* bias_partials = scratch + plan.partials_per_sum();
-    const dim3 threads(kColumnsPerGroup, kRowLanes);
-    const dim3 blocks(blocks_for(n, kColumnsPerGroup), static_cast<unsigned int>(plan.splits));
-    layer_norm_parameter_partials<<<blocks, threads, 0, current_stream()>>>(grad_y, x, mean, rstd, plan,
-                                                                            weight_partials, bias_partials);
-    check_launch("layer_norm backward");
-    layer_norm_parameter_totals<<<blocks_for(n), kThreadsPerBlock, 0, current_stream()>>>(
-        weight_partials, bias_partials, plan, grad_weight, grad_bias);
-    check_launch("layer_norm backward");
+    launch_column_sums<2>("layer_norm backward", plan_column_sums(rows, n),
+                          ParameterGradientTerms<T>{grad_y, x, mean, rstd, n},
+                          StoreParameterGradients<T>{grad_weight, grad_bias}, scratch);
   }
 }
 

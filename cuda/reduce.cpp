@@ -22,6 +22,17 @@ void* scratch_pointer(const Tensor& scratch) { return scratch.defined() ? scratc
 
 void sum_cuda(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
+  // Down columns (a bias's gradient, summed over every row of a batch): by groups of columns,
+  // whose reads coalesce.
+  if (layout.outer == 1 && layout.inner > 1 && layout.reduce > 0 && is_floating_point(x.dtype())) {
+    const Tensor scratch =
+        make_tensor({column_sum_scratch_elements(layout.reduce, layout.inner)}, kFloat64, layout.source.device());
+    visit_any_floating(x.dtype(), "sum", [&]<class T>() {
+      launch_column_sum<device_element_t<T>>(device_data<T>(layout.source), device_data<T>(out), layout.reduce,
+                                             layout.inner, scratch.data_ptr<double>());
+    });
+    return;
+  }
   const Tensor scratch = split_scratch(layout);
   visit_any_numeric(x.dtype(), "sum", [&]<class T>() {
     launch_sum<device_element_t<T>>(device_data<T>(layout.source), device_data<T>(out), layout.outer, layout.reduce,

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/column_sums.cuh"
 #include "cuda/half_elements.h"
 #include "cuda/launch.h"
 #include "cuda/reduce_kernels.h"
@@ -410,6 +411,32 @@ void launch_sum(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner
   else launch_reduce("sum", OnePassOp<T, SumPass<T>, StoreSum<T>>{x, {out}}, outer, reduce, inner);
 }
 
+namespace {
+
+// Element (row, column) of a [rows, columns] matrix, widened to the compute type, as a double term.
+template <class T>
+struct ColumnElement {
+  const T* x;
+  int64_t columns;
+  __device__ void operator()(int64_t row, int64_t column, double (&terms)[1]) const {
+    terms[0] = static_cast<double>(to_compute(x[row * columns + column]));
+  }
+};
+
+template <class T>
+struct StoreColumnSum {
+  T* out;
+  __device__ void operator()(int64_t column, const double (&totals)[1]) const { out[column] = round_to<T>(totals[0]); }
+};
+
+}  // namespace
+
+template <class T>
+void launch_column_sum(const T* x, T* out, int64_t rows, int64_t columns, double* scratch) {
+  launch_column_sums<1>("sum", plan_column_sums(rows, columns), ColumnElement<T>{x, columns}, StoreColumnSum<T>{out},
+                        scratch);
+}
+
 template <class T>
 void launch_variance(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner, int64_t correction,
                      void* scratch) {
@@ -447,6 +474,7 @@ void launch_extremum(Extremum which, const T* x, T* values, int64_t* indices, in
 
 #define EMBER_INSTANTIATE_FLOATING(T)                                                                        \
   template void launch_sum<T>(const T*, T*, int64_t, int64_t, int64_t, void*);                              \
+  template void launch_column_sum<T>(const T*, T*, int64_t, int64_t, double*);                              \
   template void launch_variance<T>(const T*, T*, int64_t, int64_t, int64_t, int64_t, void*);                \
   template void launch_logsumexp<T>(const T*, T*, int64_t, int64_t, int64_t, void*);                        \
   template void launch_extremum<T>(Extremum, const T*, T*, int64_t*, int64_t, int64_t, int64_t, void*);

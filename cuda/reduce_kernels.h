@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "core/ops/op_codes.h"
+#include "cuda/column_sum_plan.h"
 
 namespace ember::cuda {
 
@@ -23,6 +24,15 @@ int64_t reduce_scratch_bytes(int64_t outer, int64_t reduce, int64_t inner);
 // float32 and the 16-bit formats accumulate in double, as on the CPU.
 template <class T>
 void launch_sum(const T* x, T* out, int64_t outer, int64_t reduce, int64_t inner, void* scratch);
+// The sums down the columns of a [rows, columns] matrix (outer 1), for the floating types, by
+// groups of 32 columns and slices of rows (cuda/column_sums.cuh): the reads coalesce whatever
+// the width, where launch_sum's block per output strides down one column. rows >= 1; `scratch`:
+// column_sum_scratch_elements(rows, columns) doubles.
+template <class T>
+void launch_column_sum(const T* x, T* out, int64_t rows, int64_t columns, double* scratch);
+inline int64_t column_sum_scratch_elements(int64_t rows, int64_t columns) {
+  return plan_column_sums(rows, columns).partials_per_sum();
+}
 // Two passes: the mean, then the squared deviations from it, divided by max(reduce -
 // correction, 0).
 template <class T>

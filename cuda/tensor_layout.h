@@ -24,6 +24,7 @@ StridedLayout<static_cast<int>(N)> strided_layout(std::string_view op, const std
     layout.sizes[d] = geometry.sizes[d];
     for (size_t k = 0; k < N; ++k) layout.strides[k][d] = geometry.strides[k][d];
   }
+  prepare_fast_division(layout);
   return layout;
 }
 

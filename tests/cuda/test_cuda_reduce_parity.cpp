@@ -170,6 +170,15 @@ TEST_CASE("large reductions cover both kernel strategies and match the CPU") {
   const Tensor few_columns = randn({100000, 3});
   check_parity(sum(few_columns.to(kGPU), {0}), sum(few_columns, {0}), kReductionTolerance, "sum of 3 long columns");
   check_parity(argmin(few_columns.to(kGPU), 0), argmin(few_columns, 0), 0.0, "argmin of 3 long columns");
+  // A bias's gradient: all rows of a batch summed, by 3 groups of columns (the last 0 to 31
+  // short) and 32 slices of rows (cuda/column_sums.cuh).
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    const Tensor batch = as_leaf(randn({8, 257, 96}, dtype));
+    check_op_parity([](const Inputs& in) { return sum(in[0], {0, 1}); }, {batch}, tolerance_for(dtype),
+                    "sum over a batch's rows " + std::string(dtype_name(dtype)));
+    check_op_parity([](const Inputs& in) { return sum(in[0].narrow(2, 0, 70), {0, 1}); }, {batch},
+                    tolerance_for(dtype), "sum over a batch's rows, 70 columns " + std::string(dtype_name(dtype)));
+  }
   const Tensor empty_dim = randn({4, 0, 3});
   check_parity(sum(empty_dim.to(kGPU), {1}), sum(empty_dim, {1}), 0.0, "sum over an empty dim");
   check_parity(logsumexp(empty_dim.to(kGPU), {1}), logsumexp(empty_dim, {1}), 0.0, "logsumexp over an empty dim");
