@@ -17,23 +17,45 @@
 
 namespace ember::cuda {
 
-// out[offset[0]] = f(in[offset[1]], in[offset[2]], ...). A function rather than a C++20
-// template lambda, so that the .cu files compile as C++17 too.
+// f(in[offset[1]], in[offset[2]], ...). A function rather than a C++20 template lambda, so that
+// the .cu files compile as C++17 too.
 template <class Out, class F, size_t... K, class... In>
-__device__ inline void apply_at(const int64_t* offset, const F& f, Out* out, std::index_sequence<K...>,
-                                const In*... in) {
-  out[offset[0]] = f(in[offset[K + 1]]...);
+__device__ inline Out apply_at(const int64_t* offset, const F& f, std::index_sequence<K...>, const In*... in) {
+  return f(in[offset[K + 1]]...);
 }
+
+// Elements per thread per turn of the loop. A thread that loads one element and stores it before
+// loading the next keeps one load in flight, which even a full GPU's worth of threads makes too
+// few to stream memory at its rate; four independent loads issued before the first store keep
+// four in flight. A warp still reads 32 adjacent elements at a time (i, i + step, ...).
+inline constexpr int kElementsPerThread = 4;
 
 template <class Out, class F, class... In>
 __global__ void elementwise_kernel(StridedLayout<sizeof...(In) + 1> layout, int64_t n, F f, Out* out,
                                    const In*... in) {
   constexpr int N = sizeof...(In) + 1;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    int64_t offset[N];
-    element_offsets(layout, i, offset);
-    apply_at(offset, f, out, std::index_sequence_for<In...>{}, in...);
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; first < n;
+       first += kElementsPerThread * step) {
+    Out results[kElementsPerThread];
+    int64_t out_offsets[kElementsPerThread];
+    #pragma unroll
+    for (int u = 0; u < kElementsPerThread; ++u) {
+      const int64_t i = first + u * step;
+      if (i < n) {
+        int64_t offset[N];
+        element_offsets(layout, i, offset);
+        out_offsets[u] = offset[0];
+        results[u] = apply_at<Out>(offset, f, std::index_sequence_for<In...>{}, in...);
+      }
+    }
+    // Every result before the first store. An input the kernel gets either shares no memory
+    // with out or holds the same elements at the same addresses (x.add_(x)): an input that
+    // partly overlaps out is copied or refused first (core/memory_overlap.h).
+    #pragma unroll
+    for (int u = 0; u < kElementsPerThread; ++u) {
+      if (first + u * step < n) out[out_offsets[u]] = results[u];
+    }
   }
 }
 
