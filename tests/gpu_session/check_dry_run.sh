@@ -39,7 +39,7 @@ echo "  1/2 Test  #1: cuda_test_cuda_graphs ..........   Passed    4.12 sec"
 echo "  2/2 Test  #2: cuda_test_cuda_models ..........***Failed    1.23 sec"
 echo "a failing case: CHECK( x == y ) is NOT correct!"
 exit 8'
-# compute-sanitizer: synccheck (the second job) is too slow for the share; the others pass.
+# compute-sanitizer: synccheck is too slow for the share; the other jobs pass.
 stub compute-sanitizer 'echo "$*" >> "$(dirname "$0")/sanitizer-calls"; case "$*" in *synccheck*) sleep 30 ;; *) sleep 0.2 ;; esac'
 # The harness: the GPU runs save their measurements; the CPU run hangs past its cap.
 stub harness-python 'save=""; device=""
@@ -50,7 +50,7 @@ echo "{\"summaries\": [{\"workload\": \"classifier\", \"batch\": 32, \"ember\": 
 cd "$repo"
 begin=$(date +%s)
 PATH="$stubs:$PATH" OUT="$out" GPU_BUILD_DIR="$build" GPU_DEPS_DIR="$deps" GPU_DEPS_PREFIX="$prefix" \
-  HARNESS_PYTHON="$stubs/harness-python" EMBER_SANITIZER_START=0 CHECK_MIN_STAGE_S=3 CHECK_BUDGET_S=60 \
+  HARNESS_PYTHON="$stubs/harness-python" EMBER_SANITIZER_START=0 CHECK_MIN_STAGE_S=3 CHECK_BUDGET_S=60 CHECK_BUNDLE_LOGS=0 \
   CHECK_CAP_BUILD_S=20 CHECK_CAP_SUITES_S=10 CHECK_CAP_SANITIZERS_S=12 CHECK_CAP_HARNESS_S=10 \
   CHECK_CAP_ATTENTION_S=10 CHECK_CAP_CPU_HARNESS_S=5 \
   bash scripts/gpu_session.sh check > "$work/check.out" 2>&1 || { cat "$work/check.out"; echo "FAIL: check exited non-zero"; exit 1; }
@@ -69,14 +69,14 @@ expect "the failing suite is named" '1 passed, 1 failed: cuda_test_cuda_models'
 expect "the failing case's output is kept in the stage's log" 'NOT correct' "$out/suites.log"
 expect "racecheck ran first on the attention cases" '^\| racecheck \| cuda_test_cuda_nn_parity \| passed \|'
 expect "a sanitizer job past the deadline is cut off" '^\| synccheck \| cuda_test_cuda_nn_parity \| timed out \|'
-expect "the jobs left are listed for the next run" 'first in line for the next run: memcheck'
-expect "the attention jobs name their cases" '^\| racecheck \| cuda_test_cuda_nn_parity \| passed \| [0-9]+ \| `-tc=\*attention\*` \|'
+expect "the jobs left are listed for the next run" 'first in line for the next run: synccheck cuda_test_cuda_nn_parity, memcheck'
+expect "the attention jobs name their cases" '^\| racecheck \| cuda_test_cuda_nn_parity \| passed \| [0-9]+ \| `-tc=fused\*CUDA\*attention\*matches\*the\*CPU\*over\*tile\*edges\*` \|'
 # The sanitizer stage alone, from the first memcheck job on, so that every job is reached.
 PATH="$stubs:$PATH" OUT="$work/sanitizers" GPU_BUILD_DIR="$build" GPU_DEPS_DIR="$deps" GPU_DEPS_PREFIX="$prefix" \
-  EMBER_SANITIZER_START=2 CHECK_MIN_STAGE_S=3 CHECK_STAGE_DEADLINE=$(($(date +%s) + 8)) \
+  EMBER_SANITIZER_START=4 CHECK_MIN_STAGE_S=3 CHECK_STAGE_DEADLINE=$(($(date +%s) + 8)) \
   bash scripts/gpu_session.sh check-sanitizers > "$work/sanitizers.out" 2>&1 || true
 expect "the sanitizer's options go to it, before the suite" '--leak-check no --report-api-errors=no .*/cuda_test_cuda_nccl$' "$stubs/sanitizer-calls"
-expect "the suite's options go to the suite, wildcards intact" '/cuda_test_cuda_nn_parity -tc=\*attention\*$' "$stubs/sanitizer-calls"
+expect "the suite's options go to the suite, wildcards intact" '/cuda_test_cuda_nn_parity -tc=fused\*CUDA\*attention\*on\*tensor\*cores\*matches\*the\*CPU\*$' "$stubs/sanitizer-calls"
 expect "memcheck leaves out the deliberate out-of-memory" '^\| memcheck \| cuda_test_cuda_runtime \| .* \| `-tce=\*allocation\*larger\*than\*the\*GPU\*` \|'
 expect "the harness's figures" '^\| fp32-graphs-classifier \| classifier \| 32 \| 4.00 \| 10.60 \| 2.65x \|'
 expect "three settings of the harness per workload" '^\| bf16-graphs-encoder-decoder \|'
@@ -92,6 +92,12 @@ PATH="$stubs:$PATH" OUT="$out" GPU_BUILD_DIR="$build" GPU_DEPS_DIR="$deps" GPU_D
   HARNESS_PYTHON="$stubs/harness-python" STUB_CTEST_SLEEP=60 CHECK_MIN_STAGE_S=3 CHECK_BUDGET_S=28 \
   bash scripts/gpu_session.sh check > "$work/check2.out" 2>&1 || { cat "$work/check2.out"; echo "FAIL: check exited non-zero"; exit 1; }
 expect "the hanging suites are cut off" '^\| suites \| timed out \|'
+# Bundled (the default): the summary and one archive holding the rest.
+leftover=$(cd "$out" && ls | sort | tr '\n' ' ')
+[ "$leftover" = "gpu-check.tar.gz gpu-summary.md " ] && echo "ok: \$OUT holds the summary and the archive" \
+  || { echo "FAIL: \$OUT holds: $leftover"; failures=$((failures + 1)); }
+tar -tzf "$out/gpu-check.tar.gz" > "$work/archived"
+expect "the archive holds the stages' logs" '^suites\.log$' "$work/archived"
 for later in sanitizers harness attention cpu-harness; do
   expect "$later is skipped for want of time" "^\\| $later \\| skipped \\| 0 \\| no time left"
 done
