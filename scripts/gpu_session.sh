@@ -281,12 +281,14 @@ check_harness() {
   return "$failed"
 }
 
-# The sizes: float32 fused at the classifier's length and at 1,024-4,096; bfloat16 on
-# tensor cores at 1,024 and 4,096 (head dim 64) and 2,048 (head dim 128); non-causal.
+# The sizes: float32 fused at the classifier's length and at 1,024-4,096, and composed
+# (three ops, cuBLAS products) at the classifier's length, which says whether short sequences
+# should take the fused kernels; bfloat16 on tensor cores at 1,024 and 4,096 (head dim 64) and
+# 2,048 (head dim 128); non-causal.
 check_attention() {
   unpack
   "$BUILD/benchmarks/bench_cuda_attention" \
-    --benchmark_filter='BM_CudaAttention(Forward|ForwardBackward)/fused:1/causal:0/|BM_CudaAttentionBf16(Forward|ForwardBackward)/tensor_cores:1/causal:0/' \
+    --benchmark_filter='BM_CudaAttention(Forward|ForwardBackward)/fused:(1/causal:0/|0/causal:0/len:128/)|BM_CudaAttentionBf16(Forward|ForwardBackward)/tensor_cores:1/causal:0/' \
     --benchmark_out="$LOGS/bench-attention.json" --benchmark_out_format=json
 }
 
