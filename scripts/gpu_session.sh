@@ -326,11 +326,24 @@ check_stage() {
   tail -5 "$LOGS/$name.log"
 }
 
+# The git tree id of the files as they are here, tracked or not (ignored ones left out): the
+# machine's copy of the history may be older than the files sent to it, and this names them
+# exactly. On the machine they came from, `git log --format='%h %T' | grep ID` finds the commit.
+working_tree_id() {
+  local index
+  index=$(mktemp -u)
+  if GIT_INDEX_FILE=$index git add -A . > /dev/null 2>&1; then GIT_INDEX_FILE=$index git write-tree 2>/dev/null; fi
+  rm -f "$index"
+}
+
 check() {
   CHECK_START=$(date +%s)
   export CHECK_START
   : > "$LOGS/check-stages.tsv"
-  git log -1 --format='commit %H (%s)' > "$LOGS/commit.txt" 2>/dev/null || true
+  {
+    git log -1 --format='commit %H (%s)' 2>/dev/null || echo "commit unknown (no git history)"
+    echo "working tree $(working_tree_id)"
+  } > "$LOGS/commit.txt"
   check_stage build build_for_check "${CHECK_CAP_BUILD_S:-270}"
   if grep -q $'^build\tpassed' "$LOGS/check-stages.tsv"; then
     check_stage suites check_suites "${CHECK_CAP_SUITES_S:-120}"

@@ -3,6 +3,7 @@
     python3 scripts/gpu_summary.py OUT_DIR
 
 It reads, each only if present (a stage that timed out or was skipped leaves some out):
+    commit.txt              the commit and the id of the working tree the check ran on
     check-stages.tsv        stage, status, seconds, note: one line per stage, in the order run
     suites.log              ctest's output over the CUDA suites
     sanitizer-status.tsv    tool, suite, status, seconds, doctest option: one line per compute-sanitizer job
@@ -158,8 +159,13 @@ def cpu_section(out):
     return lines
 
 
+def source_section(out):
+    lines = read_lines(os.path.join(out, "commit.txt"))
+    return [f"- {line}" for line in lines] if lines else []
+
+
 def summary(out):
-    sections = [["# GPU check", ""], stages_section(out), suites_section(out), sanitizer_section(out),
+    sections = [["# GPU check", ""], source_section(out), stages_section(out), suites_section(out), sanitizer_section(out),
                 harness_section(out), attention_section(out), cpu_section(out)]
     return "\n".join("\n".join(section) + "\n" for section in sections)
 

@@ -63,6 +63,7 @@ expect() {  # expect DESCRIPTION PATTERN [FILE]
 }
 [ -f "$prefix/usr/lib/stand-in.txt" ] && echo "ok: the packages were unpacked" || { echo "FAIL: nothing unpacked"; failures=$((failures + 1)); }
 expect "the build passed" '^\| build \| passed \|'
+expect "the tree checked is named by its git tree id" "^- working tree $(cd "$repo" && i=$(mktemp -u) && GIT_INDEX_FILE=$i git add -A . && GIT_INDEX_FILE=$i git write-tree; rm -f "$i")\$"
 expect "a failing suite makes the suites stage fail" '^\| suites \| failed \|'
 expect "each suite's result is listed" '^\| cuda_test_cuda_graphs \| Passed \| 4.12 \|'
 expect "the failing suite is named" '1 passed, 1 failed: cuda_test_cuda_models'
