@@ -20,14 +20,4 @@ inline unsigned int blocks_for(int64_t n, int threads = kThreadsPerBlock) {
   return static_cast<unsigned int>(std::clamp<int64_t>(blocks, 1, kMaxBlocks));
 }
 
-// The grid of a multi-tensor kernel (cuda/tensor_lists.h): enough blocks along x for the
-// list's largest tensor, one row of blocks along y per tensor (blocks past a smaller tensor's
-// end exit at once).
-template <class List>
-dim3 tensor_list_grid(const List& list) {
-  int64_t largest = 1;
-  for (int t = 0; t < list.count; ++t) largest = largest > list.sizes[t] ? largest : list.sizes[t];
-  return dim3(blocks_for(largest), static_cast<unsigned int>(list.count));
-}
-
 }  // namespace ember::cuda

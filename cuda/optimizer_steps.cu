@@ -1,6 +1,6 @@
 // The AdamW/Adam and SGD steps on CUDA, fused: one launch updates a whole list of parameters,
-// every element read and written once. blockIdx.y picks the parameter, and a grid-stride loop
-// over blockIdx.x covers its elements (blocks past a small parameter's end just exit). The
+// every element read and written once. Each parameter owns a run of blocks along x, as many as
+// its elements need (cuda/tensor_list_blocks.h), and a loop over that run covers its elements. The
 // arithmetic follows the CPU step of core/ops/optimizer_steps.cpp operation by operation. The
 // learning rate and Adam's step counts come from device memory; a second, one-block launch
 // advances the counts once every block of the update has read them. bfloat16 and float16
@@ -13,18 +13,18 @@
 #include "cuda/launch.h"
 #include "cuda/optimizer_steps_kernels.h"
 #include "cuda/stream.h"
+#include "cuda/tensor_list_blocks.h"
 
 namespace ember::cuda {
 namespace {
 
+using ListBlocks = TensorListBlocks<kTensorsPerLaunch>;
+
 template <class T>
-__global__ void adam_step_kernel(AdamTensorList<T> list, AdamHyperParameters options) {
+__global__ void adam_step_kernel(AdamTensorList<T> list, ListBlocks blocks, AdamHyperParameters options) {
   using C = compute_t<T>;
-  const int t = blockIdx.y;
-  // The grid is sized for the list's largest parameter: a block past a smaller one's end leaves
-  // before the step's scalars (two pow in double per thread), which would otherwise cost more
-  // than the update itself when most of the list is biases and norms.
-  if (blockIdx.x * int64_t(blockDim.x) >= list.sizes[t]) return;
+  const int t = blocks.tensor_of(blockIdx.x);
+  const int64_t local_block = blockIdx.x - blocks.first[t], stride = blocks.blocks_of(t) * blockDim.x;
   T* param = list.params[t];
   const T* grad = list.grads[t];
   T* m = list.exp_avg[t];
@@ -37,8 +37,7 @@ __global__ void adam_step_kernel(AdamTensorList<T> list, AdamHyperParameters opt
   const C eps = static_cast<C>(options.eps);
   const C step_size = static_cast<C>(-lr / (1.0 - pow(options.beta1, step)));
   const C correction2 = static_cast<C>(sqrt(1.0 - pow(options.beta2, step)));
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < list.sizes[t];
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = local_block * blockDim.x + threadIdx.x; i < list.sizes[t]; i += stride) {
     C p = to_compute(param[i]), g = to_compute(grad[i]);
     if (options.weight_decay != 0.0) {
       if (options.decoupled_weight_decay) {
@@ -63,17 +62,17 @@ __global__ void advance_steps_kernel(AdamTensorList<T> list) {
 }
 
 template <class T>
-__global__ void sgd_step_kernel(SGDTensorList<T> list, SGDHyperParameters options) {
+__global__ void sgd_step_kernel(SGDTensorList<T> list, ListBlocks blocks, SGDHyperParameters options) {
   using C = compute_t<T>;
-  const int t = blockIdx.y;
+  const int t = blocks.tensor_of(blockIdx.x);
+  const int64_t local_block = blockIdx.x - blocks.first[t], stride = blocks.blocks_of(t) * blockDim.x;
   T* param = list.params[t];
   const T* grad = list.grads[t];
   T* buffer = list.momentum_buffers[t];
   const bool first = list.first_step[t];
   const C decay = static_cast<C>(options.weight_decay), momentum = static_cast<C>(options.momentum);
   const C keep = static_cast<C>(1.0 - options.dampening), minus_lr = static_cast<C>(-*options.lr);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < list.sizes[t];
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = local_block * blockDim.x + threadIdx.x; i < list.sizes[t]; i += stride) {
     C direction = to_compute(grad[i]);
     if (options.weight_decay != 0.0) direction = direction + to_compute(param[i]) * decay;
     if (buffer != nullptr) {
@@ -90,8 +89,12 @@ __global__ void sgd_step_kernel(SGDTensorList<T> list, SGDHyperParameters option
 template <class T>
 void launch_adam_step(const AdamTensorList<T>& list, const AdamHyperParameters& options) {
   if (list.count == 0) return;
-  adam_step_kernel<<<tensor_list_grid(list), kThreadsPerBlock, 0, current_stream()>>>(list, options);
-  check_launch("adam_step");
+  const ListBlocks blocks = plan_tensor_list_blocks<kTensorsPerLaunch>(list.sizes, list.count, kThreadsPerBlock);
+  if (blocks.total() > 0) {  // parameters of no elements still count their step, below
+    adam_step_kernel<<<static_cast<unsigned int>(blocks.total()), kThreadsPerBlock, 0, current_stream()>>>(
+        list, blocks, options);
+    check_launch("adam_step");
+  }
   static_assert(kTensorsPerLaunch <= 32, "advance_steps_kernel gives one thread of one warp to each parameter");
   advance_steps_kernel<<<1, 32, 0, current_stream()>>>(list);
   check_launch("adam_step (step counts)");
@@ -99,8 +102,10 @@ void launch_adam_step(const AdamTensorList<T>& list, const AdamHyperParameters& 
 
 template <class T>
 void launch_sgd_step(const SGDTensorList<T>& list, const SGDHyperParameters& options) {
-  if (list.count == 0) return;
-  sgd_step_kernel<<<tensor_list_grid(list), kThreadsPerBlock, 0, current_stream()>>>(list, options);
+  const ListBlocks blocks = plan_tensor_list_blocks<kTensorsPerLaunch>(list.sizes, list.count, kThreadsPerBlock);
+  if (blocks.total() == 0) return;
+  sgd_step_kernel<<<static_cast<unsigned int>(blocks.total()), kThreadsPerBlock, 0, current_stream()>>>(list, blocks,
+                                                                                                      options);
   check_launch("sgd_step");
 }
 

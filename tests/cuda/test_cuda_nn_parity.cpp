@@ -958,6 +958,22 @@ TEST_CASE("unscale_grads on CUDA unscales and flags as the CPU does, for every d
       CHECK(cpu_found.item<float>() == (poisoned ? 1.0f : 0.0f));
     }
   }
+  // More gradients than one launch takes (32), of very different sizes, one of them empty: each
+  // owns its own run of blocks (cuda/tensor_list_blocks.h), and every element is unscaled.
+  std::vector<Tensor> cpu_many, gpu_many;
+  for (int i = 0; i < 40; ++i) {
+    const Tensor grad = i == 7 ? randn({0, 3}) : mul(randn({i % 6 + 1, 50 + 97 * i}), 1000.0);
+    cpu_many.push_back(grad.clone());
+    gpu_many.push_back(grad.to(kGPU));
+  }
+  const Tensor cpu_found = zeros({}), gpu_found = zeros({}, TensorOptions(kFloat32).device(kGPU));
+  kernels::unscale_grads[Device()](cpu_many, 1.0 / 1024.0, cpu_found);
+  kernels::unscale_grads[kGPU](gpu_many, 1.0 / 1024.0, gpu_found);
+  for (size_t i = 0; i < cpu_many.size(); ++i) {
+    INFO("gradient " << i);
+    CHECK(gpu_many[i].cpu().to_vector<float>() == cpu_many[i].to_vector<float>());
+  }
+  CHECK(gpu_found.item<float>() == 0.0f);
 }
 
 }  // namespace
