@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "ember.h"
-#include "nn/transformer_layers.h"
+#include "nn/models/transformer_layers.h"
 using namespace ember;
 
 double peak_rss_mib() {

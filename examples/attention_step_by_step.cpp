@@ -13,7 +13,7 @@
 // the point is what each step computes and the shapes it gives, not a trained model. With
 // --weights DIR (a bert-base-uncased folder, config.json + model.safetensors, downloaded by you
 // from wherever you get models), step 14 runs the chapter's own trained model on the sentence
-// (nn::BertModel, nn/bert.h) and draws where its tokens look.
+// (nn::BertModel, nn/models/bert/bert.h) and draws where its tokens look.
 #include <ember.h>
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // autograd::checkpoint: the same values and gradients as without it (dropout included), fewer
 // activations kept, and the errors of what it cannot do.
 #include "helpers.h"
-#include "nn/transformer_layers.h"
+#include "nn/models/transformer_layers.h"
 
 using namespace ember;
 using namespace ember::testing;

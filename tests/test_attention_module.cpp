@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "helpers.h"
-#include "nn/attention.h"
+#include "nn/modules/attention.h"
 
 using namespace ember;
 using namespace ember::testing;

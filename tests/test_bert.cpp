@@ -8,7 +8,7 @@
 #include <string>
 
 #include "helpers.h"
-#include "nn/bert.h"
+#include "nn/models/bert/bert.h"
 #include "scratch_files.h"
 
 using namespace ember;

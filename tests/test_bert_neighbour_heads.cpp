@@ -2,7 +2,7 @@
 // on the previous piece and head 1 on the next, for any pieces, where BERT's own initialisation
 // spreads every head evenly; what it must leave alone stays as it was; bad sizes are refused.
 #include "helpers.h"
-#include "nn/bert_neighbour_heads.h"
+#include "nn/models/bert/bert_neighbour_heads.h"
 
 using namespace ember;
 using namespace ember::testing;

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "helpers.h"
-#include "nn/causal_lm.h"
+#include "nn/models/causal_lm.h"
 
 using namespace ember;
 using namespace ember::testing;

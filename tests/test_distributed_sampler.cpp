@@ -5,7 +5,7 @@
 
 #include "helpers.h"
 #include "nn/data/distributed_sampler.h"
-#include "nn/gradient_buckets.h"
+#include "nn/parallel/gradient_buckets.h"
 
 using namespace ember;
 

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "helpers.h"
-#include "nn/safetensors.h"
+#include "nn/io/safetensors.h"
 
 using namespace ember;
 using namespace ember::testing;

@@ -5,10 +5,10 @@
 #include <iostream>
 
 #include "helpers.h"
-#include "nn/attention.h"
-#include "nn/layer_norm.h"
-#include "nn/linear.h"
-#include "nn/transformer_layers.h"
+#include "nn/modules/attention.h"
+#include "nn/modules/layer_norm.h"
+#include "nn/modules/linear.h"
+#include "nn/models/transformer_layers.h"
 
 using namespace ember;
 using namespace ember::testing;

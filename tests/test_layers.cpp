@@ -6,15 +6,15 @@
 #include <numbers>
 
 #include "helpers.h"
-#include "nn/activation.h"
-#include "nn/container.h"
-#include "nn/dropout.h"
-#include "nn/embedding.h"
-#include "nn/feed_forward.h"
-#include "nn/init.h"
-#include "nn/layer_norm.h"
-#include "nn/linear.h"
-#include "nn/positional.h"
+#include "nn/modules/activation.h"
+#include "nn/modules/container.h"
+#include "nn/modules/dropout.h"
+#include "nn/modules/embedding.h"
+#include "nn/modules/feed_forward.h"
+#include "nn/modules/init.h"
+#include "nn/modules/layer_norm.h"
+#include "nn/modules/linear.h"
+#include "nn/modules/positional.h"
 
 using namespace ember;
 using namespace ember::testing;

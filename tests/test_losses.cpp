@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "helpers.h"
-#include "nn/losses.h"
+#include "nn/modules/losses.h"
 
 using namespace ember;
 using namespace ember::testing;

@@ -1,6 +1,6 @@
 // nn::Module: registration, dotted names, modes, devices and state dicts.
 #include "helpers.h"
-#include "nn/module.h"
+#include "nn/modules/module.h"
 
 using namespace ember;
 using namespace ember::testing;

@@ -5,12 +5,12 @@
 #include <numbers>
 
 #include "helpers.h"
-#include "nn/adam.h"
-#include "nn/clip_grad.h"
-#include "nn/lr_schedule.h"
-#include "nn/module.h"
-#include "nn/optimizer.h"
-#include "nn/sgd.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/clip_grad.h"
+#include "nn/optim/lr_schedule.h"
+#include "nn/modules/module.h"
+#include "nn/optim/optimizer.h"
+#include "nn/optim/sgd.h"
 
 using namespace ember;
 using namespace ember::testing;

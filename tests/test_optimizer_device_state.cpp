@@ -7,8 +7,8 @@
 
 #include "core/ops/optimizer_steps.h"
 #include "helpers.h"
-#include "nn/adam.h"
-#include "nn/sgd.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/sgd.h"
 
 using namespace ember;
 using namespace ember::testing;

@@ -9,8 +9,8 @@
 
 #include "helpers.h"
 #include "scratch_files.h"
-#include "nn/module.h"
-#include "nn/safetensors.h"
+#include "nn/modules/module.h"
+#include "nn/io/safetensors.h"
 
 using namespace ember;
 using namespace ember::testing;

@@ -1,6 +1,6 @@
 // Encoder and decoder layers and stacks: parameter counts, names, gradients, masks, errors.
 #include "helpers.h"
-#include "nn/transformer_layers.h"
+#include "nn/models/transformer_layers.h"
 
 using namespace ember;
 using namespace ember::testing;

@@ -23,7 +23,7 @@ constinit KernelTable<void(std::span<const Tensor> params, std::span<const Tenso
 
 namespace {
 
-// One parameter's update written with ember's ops: nn/adam.h's formulas as they read, for
+// One parameter's update written with ember's ops: nn/optim/adam.h's formulas as they read, for
 // parameters the fused loop below does not take (non-contiguous views).
 void adam_update_with_ops(Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_avg_sq, double lr, double step,
                           const AdamStepOptions& options) {

@@ -29,7 +29,7 @@ struct SGDStepOptions {
 
 namespace kernels {
 // One Adam/AdamW update of every params[i] from grads[i], exp_avg[i] and exp_avg_sq[i] updated
-// in place (the formulas are nn/adam.h's). lr is a 0-d float64 tensor and steps[i] a 0-d float64
+// in place (the formulas are nn/optim/adam.h's). lr is a 0-d float64 tensor and steps[i] a 0-d float64
 // tensor holding parameter i's step count before this update, all on the parameters' device:
 // the kernel updates with t = steps[i] + 1 and stores t there. Each grad and moment has its
 // parameter's shape and dtype.
@@ -38,7 +38,7 @@ extern KernelTable<void(std::span<const Tensor> params, std::span<const Tensor> 
                         const AdamStepOptions& options)>
     adam_step;
 
-// One SGD update of every params[i] from grads[i] (the formulas are nn/sgd.h's), lr a 0-d
+// One SGD update of every params[i] from grads[i] (the formulas are nn/optim/sgd.h's), lr a 0-d
 // float64 tensor on the parameters' device. With momentum != 0, momentum_buffers[i] is the
 // parameter's buffer, updated in place, or undefined on its first step: the kernel then creates
 // it (the step's direction) and stores it there.

@@ -12,8 +12,8 @@
 #include <system_error>
 
 #include "core/error.h"
-#include "nn/json_nesting.h"
-#include "nn/regular_file.h"
+#include "nn/io/json_nesting.h"
+#include "nn/io/regular_file.h"
 
 namespace ember::text {
 

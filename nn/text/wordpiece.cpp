@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "nn/regular_file.h"
+#include "nn/io/regular_file.h"
 #include "nn/text/json_file.h"
 #include "nn/text/unicode.h"
 #include "nn/text/words.h"

@@ -10,7 +10,7 @@
 
 #include "core/distributed/process_group.h"
 #include "core/error.h"
-#include "nn/regular_file.h"
+#include "nn/io/regular_file.h"
 #include "nn/train/run_files.h"
 
 namespace ember::train {

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "nn/checkpoint.h"
+#include "nn/train/checkpoint.h"
 
 namespace ember::train {
 

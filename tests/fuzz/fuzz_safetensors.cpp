@@ -3,7 +3,7 @@
 #include <map>
 
 #include "fuzz_input.h"
-#include "nn/safetensors.h"
+#include "nn/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ember;

@@ -1,0 +1,99 @@
+// MultiHeadAttention: queries, keys and values projected by q_proj, k_proj and v_proj, split
+// into num_heads heads, attended with scaled dot-product attention, merged and projected by
+// out_proj. Self-attention passes the same tensor three times; cross-attention passes the
+// encoder's output as key and value.
+//
+//   nn::MultiHeadAttention attention(512, 8);
+//   auto [output, weights] = attention.forward(x, x, x, {.key_padding_mask = padding, .need_weights = true});
+//
+// forward_cached serves incremental decoding: a KVCache keeps the keys and values already
+// projected, so each new position projects only itself.
+#pragma once
+
+#include <memory>
+
+#include "nn/modules/linear.h"
+
+namespace ember::nn {
+
+struct MultiHeadAttentionOptions {
+  // bool [batch, S]: true marks a padding key that no query may attend to (PyTorch's
+  // convention). Undefined for none.
+  Tensor key_padding_mask = Tensor();
+  // [L, S] or [batch, num_heads, L, S]: bool (true = may attend, as core's AttentionOptions)
+  // or floating of the inputs' dtype (added to the scores). Undefined for none.
+  Tensor attn_mask = Tensor();
+  // Query i attends to keys j <= i. Cannot be combined with attn_mask.
+  bool is_causal = false;
+  // Also return the attention weights [batch, num_heads, L, S].
+  bool need_weights = false;
+};
+
+struct MultiHeadAttentionOutput {
+  Tensor output;   // [batch, L, d_model]
+  Tensor weights;  // [batch, num_heads, L, S] (after dropout), defined when need_weights
+};
+
+// Projected keys and values split into heads, [batch, num_heads, S, head_dim], kept between
+// decoding steps. Empty (undefined tensors) until the first forward_cached.
+struct KVCache {
+  Tensor keys, values;
+
+  bool empty() const { return !keys.defined(); }
+  int64_t length() const { return keys.defined() ? keys.size(2) : 0; }
+  // Row i becomes the old row rows[i] (int64 [new_batch]); beam search calls it with the beam
+  // each surviving hypothesis came from.
+  void reorder(const Tensor& rows);
+  void clear();
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  // q_proj, k_proj and v_proj are initialised as PyTorch initialises its packed in_proj_weight
+  // (xavier_uniform_ over the [3 d_model, d_model] stack, so each is uniform on
+  // +-sqrt(6 / (4 d_model))), out_proj as a Linear; every bias starts at zero. `dropout` applies
+  // to the attention weights in training mode only.
+  MultiHeadAttention(int64_t d_model, int64_t num_heads, double dropout = 0.0, bool bias = true);
+
+  // query [batch, L, d_model], key and value [batch, S, d_model]. A query whose keys are all
+  // masked gets NaN, as in PyTorch.
+  MultiHeadAttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                   const MultiHeadAttentionOptions& options = {});
+
+  // Attention of new query positions [batch, L, d_model] to everything in `cache`.
+  // append (self-attention): key_value [batch, L, d_model] holds the same new positions; their
+  // keys and values are projected and appended to the cache first, so the queries see the
+  // past and themselves. is_causal lets new query i see keys up to past + i (nothing to mask
+  // when L = 1); key_padding_mask [batch, S] and attn_mask [L, S] cover all S = past + L keys.
+  // Without append (cross-attention): an empty cache is filled from key_value (the memory) once;
+  // later calls reuse it and ignore key_value, which may then be undefined.
+  // Equal in value to forward() over the whole sequence, at the new positions.
+  MultiHeadAttentionOutput forward_cached(const Tensor& query, const Tensor& key_value, KVCache& cache, bool append,
+                                          const MultiHeadAttentionOptions& options = {});
+  void reset_parameters();
+
+  int64_t d_model() const { return d_model_; }
+  int64_t num_heads() const { return num_heads_; }
+  int64_t head_dim() const { return d_model_ / num_heads_; }
+  double dropout() const { return dropout_; }
+
+  std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
+
+ private:
+  std::string describe() const;
+  // The mask handed to scaled_dot_product_attention: attn_mask, key_padding_mask and the
+  // causal mask merged into one tensor broadcastable to [batch, heads, L, S].
+  Tensor merged_mask(const MultiHeadAttentionOptions& options, int64_t batch, int64_t target_length,
+                     int64_t source_length, const Tensor& query) const;
+  // [batch, length, d_model] -> [batch, heads, length, head_dim]
+  Tensor split_heads(const Tensor& x) const;
+  // Scaled dot-product attention of split queries to split keys and values, heads merged and
+  // projected by out_proj.
+  MultiHeadAttentionOutput attend(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const MultiHeadAttentionOptions& options, const Tensor& query);
+
+  int64_t d_model_, num_heads_;
+  double dropout_;
+};
+
+}  // namespace ember::nn
