@@ -1,10 +1,10 @@
-// Fused attention on CUDA (cuda/attention.cu) against the composed ops on the same GPU, at the
+// Fused attention on CUDA (cuda/attention/attention.cu) against the composed ops on the same GPU, at the
 // sizes the GPU speed figures name: batch 32, 4 heads, head dim 64 at length 128 (the
 // classifier's), and longer sequences (1,024 to 4,096) where the composed form's L x S scores
 // dominate memory. float32; TF32 does not enter (the fused kernels do not use tensor cores).
 //
 // Then bfloat16 at the sizes of the bar: batch 16, 16 heads, head dim 64 at lengths 1,024
-// and 4,096 and head dim 128 at 2,048, on the tensor-core kernels (cuda/attention_tensor_cores.cu) and, for comparison, on
+// and 4,096 and head dim 128 at 2,048, on the tensor-core kernels (cuda/attention/attention_tensor_cores.cu) and, for comparison, on
 // the float32-tile kernel (tensor_cores:0, as EMBER_ATTENTION_TENSOR_CORES=0 does). The bar is
 // half of PyTorch SDPA's bf16 forward on an H100: 306 TFLOP/s at 1,024, 433 at 4,096 and 479 at
 // 2,048 with head dim 128, so 153, 216 and 240.
@@ -23,7 +23,7 @@
 
 #include "ember.h"
 #ifdef EMBER_WITH_CUDA
-#include "cuda/attention_tensor_core_plan.h"
+#include "cuda/attention/attention_tensor_core_plan.h"
 #endif
 
 using namespace ember;

@@ -3,7 +3,7 @@
 // parameters get gradients in the graph's private memory, an optimizer marks itself captured.
 // If the step throws, or CUDA refuses to record it, the graph is dropped and that state would
 // point at memory nothing will ever write. Code that changes such state during a capture
-// registers how to put it back; CudaGraph::capture (cuda/graph.cpp) opens a CaptureRollback
+// registers how to put it back; CudaGraph::capture (cuda/graph/graph.cpp) opens a CaptureRollback
 // around the step and commits it only once the graph exists.
 //
 // Plain C++ with no CUDA call, so the CPU tests exercise it (tests/test_capture_rollback.cpp).

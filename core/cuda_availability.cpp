@@ -1,5 +1,5 @@
-// What a CPU-only build answers about GPUs; with the CUDA backend compiled in, cuda/device.cpp
-// and cuda/caching_allocator.cpp answer instead. The summary's wording is shared by both.
+// What a CPU-only build answers about GPUs; with the CUDA backend compiled in, cuda/runtime/device.cpp
+// and cuda/runtime/caching_allocator.cpp answer instead. The summary's wording is shared by both.
 #include "core/cuda.h"
 #include "core/cuda_graph.h"
 

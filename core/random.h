@@ -6,7 +6,7 @@
 #include <array>
 #include <cstdint>
 
-// The generator's arithmetic is shared with CUDA kernels (cuda/dropout.cu): compiled by nvcc,
+// The generator's arithmetic is shared with CUDA kernels (cuda/ops/dropout.cu): compiled by nvcc,
 // these functions exist on the device too, so both devices draw the very same numbers.
 #ifdef __CUDACC__
 #define EMBER_HOST_DEVICE __host__ __device__
@@ -23,7 +23,7 @@ void manual_seed(uint64_t seed);
 struct PhiloxState {
   uint64_t seed = 0;
   uint64_t offset = 0;  // first counter this draw may use
-  // Set only for a draw recorded into a CUDA graph (cuda/graph.cpp): the device address of the
+  // Set only for a draw recorded into a CUDA graph (cuda/graph/graph.cpp): the device address of the
   // pair (seed, base offset) that the host writes before each replay, so that every replay
   // draws fresh numbers. offset is then relative to that base. Kernels call resolve() first.
   const uint64_t* graph_seed_and_offset = nullptr;

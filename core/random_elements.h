@@ -1,6 +1,6 @@
 // What element i of a random tensor holds: the mapping from a Philox draw (core/random.h) to
 // uniform, normal and integer values. The CPU kernels (core/ops/factory.cpp) and the CUDA ones
-// (cuda/factory.cu) both call these, so after manual_seed a draw is the same on every device.
+// (cuda/ops/factory.cu) both call these, so after manual_seed a draw is the same on every device.
 // fmt-free, for nvcc.
 #pragma once
 

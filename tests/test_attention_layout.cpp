@@ -1,11 +1,11 @@
 // Where the fused CUDA attention kernels find each matrix of each operand
-// (cuda/attention_layout.h), checked on the CPU: for heads split off a projection as a view,
+// (cuda/attention/attention_layout.h), checked on the CPU: for heads split off a projection as a view,
 // a mask broadcast over heads and queries, and batches with size-1 dims, AttentionLayout's
 // offset() must reach the very element the tensor's strides put at (n, row, col). The kernels
 // evaluate the same offset(), so what is proved here is what the GPU reads.
 #include <array>
 
-#include "cuda/attention_tensor_layout.h"
+#include "cuda/attention/attention_tensor_layout.h"
 #include "helpers.h"
 
 namespace ember {

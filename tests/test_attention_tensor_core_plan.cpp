@@ -1,4 +1,4 @@
-// The tensor-core path of fused CUDA attention (cuda/attention_tensor_core_plan.h), checked on the
+// The tensor-core path of fused CUDA attention (cuda/attention/attention_tensor_core_plan.h), checked on the
 // CPU: which calls take it, how EMBER_ATTENTION_TENSOR_CORES is read, and the shared-memory plan
 // the kernels index into: every buffer inside the block's allocation, none overlapping, every
 // pointer a WMMA load or store forms 32-byte aligned with a leading dimension WMMA accepts, and
@@ -8,7 +8,7 @@
 #include <set>
 #include <vector>
 
-#include "cuda/attention_tensor_core_plan.h"
+#include "cuda/attention/attention_tensor_core_plan.h"
 #include "helpers.h"
 
 namespace ember {

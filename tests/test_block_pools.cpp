@@ -1,11 +1,11 @@
-// The caching allocator's pools for CUDA graphs (cuda/block_pools.h), checked on the CPU with
+// The caching allocator's pools for CUDA graphs (cuda/runtime/block_pools.h), checked on the CPU with
 // fake addresses: a captured step's blocks stay with its graph, come back to it when freed,
 // are reused inside the step, and join the shared cache only when the graph is released.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 
-#include "cuda/block_pools.h"
+#include "cuda/runtime/block_pools.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// How the CUDA layer_norm backward splits its sums over rows (cuda/column_sum_plan.h), checked on
+// How the CUDA layer_norm backward splits its sums over rows (cuda/common/column_sum_plan.h), checked on
 // the CPU: the slices must cover every row exactly once, in order, none empty, and the split must
 // fill the GPU without cutting slices shorter than the plan allows. The kernels walk the very
 // same split_begin/split_end, so what is proved here is what the GPU sums.
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/column_sum_plan.h"
+#include "cuda/common/column_sum_plan.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// How CUDA matrix products reach cuBLAS in one call (cuda/gemm_batch_plan.h), checked on the
+// How CUDA matrix products reach cuBLAS in one call (cuda/common/gemm_batch_plan.h), checked on the
 // CPU: the merged layout must address every matrix of every operand exactly where the tensor's
 // own strides put it, for any batch layout, and must take the strided-batched form whenever
 // one stride per operand does. The pointer-array kernel evaluates the same offset() function,
@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/gemm_batch_plan.h"
+#include "cuda/common/gemm_batch_plan.h"
 
 namespace {
 

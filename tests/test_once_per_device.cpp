@@ -1,9 +1,9 @@
-// OncePerDevice (cuda/once_per_device.h), which CUDA kernels' shared-memory opt-ins go through:
+// OncePerDevice (cuda/runtime/once_per_device.h), which CUDA kernels' shared-memory opt-ins go through:
 // a setup done for one kernel on one device is not taken as done on another device, nor for
 // another kernel of the same signature on the same device.
 #include <doctest/doctest.h>
 
-#include "cuda/once_per_device.h"
+#include "cuda/runtime/once_per_device.h"
 
 namespace {
 void first_kernel() {}

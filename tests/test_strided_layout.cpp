@@ -1,4 +1,4 @@
-// How the CUDA elementwise kernels find each operand's element (cuda/strided_layout.h), checked
+// How the CUDA elementwise kernels find each operand's element (cuda/common/strided_layout.h), checked
 // on the CPU: FastDivider's quotients against the division they replace, and the offsets that
 // element_offsets() computes from layouts built by cuda::strided_layout() for real views
 // (transposes, broadcasts, narrowed windows) against each tensor's own strides, through both the
@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/tensor_layout.h"
+#include "cuda/ops/tensor_layout.h"
 #include "ember.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // How the multi-tensor kernels (optimizer steps, gradient unscale) share their blocks among a
-// list's tensors (cuda/tensor_list_blocks.h), checked on the CPU: every block maps to the tensor
+// list's tensors (cuda/common/tensor_list_blocks.h), checked on the CPU: every block maps to the tensor
 // whose run holds it, no tensor gets more blocks than its elements need, and the kernels' loop
 // over a tensor's run (first index local_block * threads + thread, stride blocks * threads)
 // visits each element exactly once.
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/tensor_list_blocks.h"
+#include "cuda/common/tensor_list_blocks.h"
 
 namespace {
 

@@ -33,7 +33,7 @@ struct Bootstrap {
 };
 
 using DeviceBackendFactory = std::unique_ptr<CollectiveBackend> (*)(const Bootstrap& bootstrap);
-// Called once, by cuda/nccl_process_group.cpp, when ember is built with NCCL.
+// Called once, by cuda/distributed/nccl_process_group.cpp, when ember is built with NCCL.
 void register_cuda_backend(DeviceBackendFactory factory);
 bool cuda_backend_registered();
 

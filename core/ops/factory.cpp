@@ -32,7 +32,7 @@ void fill_cpu(const Tensor& out, double value) {
 // then an add, g++ contracts it into an FMA where the target has one (-march=native) and not
 // elsewhere, so it rounded differently from build to build and from the CUDA kernel (5e-17
 // apart for arange(1, -3, -0.1)); std::fma is the same IEEE operation everywhere, and
-// cuda/factory.cu computes exactly it.
+// cuda/ops/factory.cu computes exactly it.
 void arange_cpu(const Tensor& out, double start, double step) {
   visit_any_numeric(out.dtype(), "arange", [&]<class T>() {
     T* data = out.data_ptr<T>();

@@ -1,5 +1,5 @@
 // The index range check: its message, the op, and the CPU kernel. The CUDA kernel is in
-// cuda/index_check.cpp.
+// cuda/ops/index_check.cpp.
 #include "core/ops/index_check.h"
 
 #include <fmt/format.h>

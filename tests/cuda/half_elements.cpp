@@ -1,4 +1,4 @@
-// The 16-bit element types of the CUDA kernels (cuda/half_elements.h, cuda/device_elements.h),
+// The 16-bit element types of the CUDA kernels (cuda/common/half_elements.h, cuda/ops/device_elements.h),
 // checked on the CPU wherever the CUDA backend is built: CUDA's conversions are host functions
 // too, so the bits a kernel reads and writes through __nv_bfloat16 and __half can be compared
 // with core/half.h's without a GPU. Every 16-bit pattern widens to the same float, and floats
@@ -16,7 +16,7 @@
 
 #include "core/ops/factory.h"
 #include "core/tensor.h"
-#include "cuda/device_elements.h"
+#include "cuda/ops/device_elements.h"
 
 using namespace ember;
 using cuda::device_element_t;

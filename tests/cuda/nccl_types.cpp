@@ -1,6 +1,6 @@
 // ember's dtypes and reductions as NCCL's: a plain mapping, checked without a GPU wherever ember
 // is built with NCCL.
-#include "cuda/nccl_types.h"
+#include "cuda/distributed/nccl_types.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// What a CUDA graph capture must survive or refuse (core/cuda_graph.h, cuda/graph.cpp):
+// What a CUDA graph capture must survive or refuse (core/cuda_graph.h, cuda/graph/graph.cpp):
 //   - its own first allocations, which reach cudaMalloc because the graph's pool starts empty,
 //     and a process whose first matrix product is inside the capture (cuBLAS set up before it);
 //   - an out-of-memory inside the capture, reported without returning the cache to the driver;

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "core/ops/grad_unscale.h"
-#include "cuda/attention_tensor_core_plan.h"
+#include "cuda/attention/attention_tensor_core_plan.h"
 #include "helpers.h"
 #include "op_parity.h"
 
@@ -77,7 +77,7 @@ TEST_CASE("layer_norm matches the CPU, with and without weight and bias") {
              [](const std::vector<Tensor>& in) { return layer_norm(in[0], {33}, in[1], in[2]); },
              kReductionTolerance);
     // A training step's shape: grad_weight and grad_bias summed over 32 slices of 65 rows or fewer,
-    // 8 groups of columns (cuda/column_sum_plan.h), the partials then added slice by slice.
+    // 8 groups of columns (cuda/common/column_sum_plan.h), the partials then added slice by slice.
     check_op("layer_norm, a step's rows", {leaf({2049, 256}, dtype), leaf({256}, dtype), leaf({256}, dtype)},
              [](const std::vector<Tensor>& in) { return layer_norm(in[0], {256}, in[1], in[2]); },
              kReductionTolerance);
@@ -288,7 +288,7 @@ TEST_CASE("scaled_dot_product_attention matches the CPU with causal, boolean, ad
                         "scaled_dot_product_attention", "attn_mask is on cuda:0 but q is on cpu");
 }
 
-// The fused CUDA kernels (cuda/attention.cu) walk 64 x 64 tiles and 64 head dims at a time:
+// The fused CUDA kernels (cuda/attention/attention.cu) walk 64 x 64 tiles and 64 head dims at a time:
 // lengths that are not multiples of 64, L != S both ways, head dims over 64 (the chunked path),
 // heads split off a projection as views, masks, and dropout, each against the CPU's fused
 // kernel in both dtypes.
@@ -746,7 +746,7 @@ TEST_CASE("fused CUDA attention's float32-tile kernel matches in bfloat16 and fl
   }
 }
 
-// The tensor-core path (cuda/attention_tensor_cores.cu), taken by 16-bit attention with E, Ev <=
+// The tensor-core path (cuda/attention/attention_tensor_cores.cu), taken by 16-bit attention with E, Ev <=
 // 128 on this GPU (compute capability 8.0 or more). Tolerances, from the unit roundoff u of the
 // dtype (2^-8 bfloat16, 2^-11 float16; half_tolerance gives 2u per rounding):
 // - forward: two roundings, the weights P rounded to 16 bits for the P v product, then out. Each
@@ -959,7 +959,7 @@ TEST_CASE("unscale_grads on CUDA unscales and flags as the CPU does, for every d
     }
   }
   // More gradients than one launch takes (32), of very different sizes, one of them empty: each
-  // owns its own run of blocks (cuda/tensor_list_blocks.h), and every element is unscaled.
+  // owns its own run of blocks (cuda/common/tensor_list_blocks.h), and every element is unscaled.
   std::vector<Tensor> cpu_many, gpu_many;
   for (int i = 0; i < 40; ++i) {
     const Tensor grad = i == 7 ? randn({0, 3}) : mul(randn({i % 6 + 1, 50 + 97 * i}), 1000.0);

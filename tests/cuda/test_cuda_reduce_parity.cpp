@@ -171,7 +171,7 @@ TEST_CASE("large reductions cover both kernel strategies and match the CPU") {
   check_parity(sum(few_columns.to(kGPU), {0}), sum(few_columns, {0}), kReductionTolerance, "sum of 3 long columns");
   check_parity(argmin(few_columns.to(kGPU), 0), argmin(few_columns, 0), 0.0, "argmin of 3 long columns");
   // A bias's gradient: all rows of a batch summed, by 3 groups of columns (the last 0 to 31
-  // short) and 32 slices of rows (cuda/column_sums.cuh).
+  // short) and 32 slices of rows (cuda/common/column_sums.cuh).
   for (const DType dtype : {kFloat32, kFloat64}) {
     const Tensor batch = as_leaf(randn({8, 257, 96}, dtype));
     check_op_parity([](const Inputs& in) { return sum(in[0], {0, 1}); }, {batch}, tolerance_for(dtype),

@@ -141,7 +141,7 @@ TEST_CASE("after manual_seed the GPU draws the CPU's random numbers") {
     CHECK(gpu_int.cpu().to_vector<int64_t>() == cpu_int.to_vector<int64_t>());
   }
   // Both devices compute element i of arange as fma(i, step, start), one IEEE operation rounded
-  // once (core/ops/factory.cpp, cuda/factory.cu), so they agree to the bit: tolerance 0. A
+  // once (core/ops/factory.cpp, cuda/ops/factory.cu), so they agree to the bit: tolerance 0. A
   // multiply then an add, which g++ contracts into an FMA on some targets only, differs from it
   // in the last bit of 12 of these 40 float64 elements (relative error 5.2e-17).
   check_parity(arange(2.0, 50.0, 0.37, kGPU), arange(2.0, 50.0, 0.37), 0.0, "arange float32");
