@@ -1,5 +1,6 @@
-// Everything in ember::nn: modules, layers, attention, transformer blocks, losses, optimizers
-// learning-rate schedules, safetensors files and checkpoints.
+// Everything in ember::nn but the training-loop helpers (nn/train/train.h): modules, layers,
+// attention, the models, losses, optimizers, learning-rate schedules, safetensors files and data
+// parallelism.
 #pragma once
 
 #include "nn/modules/activation.h"
@@ -8,7 +9,6 @@
 #include "nn/models/bert/bert.h"
 #include "nn/models/bert/bert_neighbour_heads.h"
 #include "nn/models/causal_lm.h"
-#include "nn/train/checkpoint.h"
 #include "nn/optim/clip_grad.h"
 #include "nn/modules/container.h"
 #include "nn/parallel/distributed_data_parallel.h"

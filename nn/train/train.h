@@ -51,6 +51,7 @@
 #pragma once
 
 #include "nn/train/bleu.h"
+#include "nn/train/checkpoint.h"
 #include "nn/train/device_option.h"
 #include "nn/train/edit_distance.h"
 #include "nn/train/graphed_steps.h"
