@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/dtype.h"
+#include "core/ops/inplace.h"
 #include "core/parallel.h"
 
 namespace ember {
@@ -54,4 +55,10 @@ void unscale_grads_cpu(std::span<const Tensor> grads, double inverse_scale, cons
 EMBER_REGISTER_KERNEL(kernels::unscale_grads, DeviceType::CPU, unscale_grads_cpu);
 
 }  // namespace
+
+void unscale_grads(std::span<const Tensor> grads, double inverse_scale, const Tensor& found_inf) {
+  kernels::unscale_grads[found_inf.device()](grads, inverse_scale, found_inf);
+  mark_written_in_place(grads);
+}
+
 }  // namespace ember

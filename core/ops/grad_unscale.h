@@ -22,3 +22,11 @@ extern KernelTable<void(std::span<const Tensor> grads, double inverse_scale, con
     unscale_grads;
 
 }  // namespace ember::kernels
+
+namespace ember {
+
+// kernels::unscale_grads on found_inf's device, then every gradient marked as written in place
+// (core/ops/inplace.h): a graph that saved one of them (under create_graph) refuses it after.
+void unscale_grads(std::span<const Tensor> grads, double inverse_scale, const Tensor& found_inf);
+
+}  // namespace ember

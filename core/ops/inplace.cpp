@@ -11,6 +11,15 @@
 #include "core/scalar_conversion.h"
 
 namespace ember {
+
+void mark_written_in_place(std::span<const Tensor> written) {
+  for (const Tensor& tensor : written) {
+    if (tensor.defined()) tensor.impl()->storage->bump_version();
+  }
+}
+
+void mark_written_in_place(const Tensor& written) { mark_written_in_place(std::span<const Tensor>(&written, 1)); }
+
 namespace {
 
 // The operands of x = op(x, other) in place: other broadcasts to x's shape, never the other way.
@@ -32,7 +41,7 @@ void binary_inplace(BinaryOp op, const char* name, Tensor& x, const Tensor& othe
   check_no_internal_overlap(x, name);
   const Tensor readable = input_safe_to_read(x, other, name);
   kernels::binary.get(x.device(), name)(op, x, x, readable);
-  x.impl()->storage->bump_version();
+  mark_written_in_place(x);
 }
 
 }  // namespace
@@ -74,7 +83,7 @@ Tensor& fill_(Tensor& x, double value) {
   autograd::check_inplace("fill_", x, {});
   check_storable(value, x.dtype(), "fill_");
   kernels::fill[x.device()](x, value);
-  x.impl()->storage->bump_version();
+  mark_written_in_place(x);
   autograd::record_inplace("fill_", x, {}, [](const Tensor&) { return autograd::grads(Tensor()); });
   return x;
 }

@@ -6,6 +6,7 @@
 
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
+#include "core/ops/inplace.h"
 #include "core/ops/unary.h"
 #include "core/parallel.h"
 
@@ -165,4 +166,21 @@ void sgd_step_cpu(std::span<const Tensor> params, std::span<const Tensor> grads,
 EMBER_REGISTER_KERNEL(kernels::sgd_step, DeviceType::CPU, sgd_step_cpu);
 
 }  // namespace
+
+void adam_step(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<const Tensor> exp_avg,
+               std::span<const Tensor> exp_avg_sq, std::span<const Tensor> steps, const Tensor& lr,
+               const AdamStepOptions& options) {
+  if (params.empty()) return;
+  kernels::adam_step[params.front().device()](params, grads, exp_avg, exp_avg_sq, steps, lr, options);
+  for (const auto written : {params, exp_avg, exp_avg_sq, steps}) mark_written_in_place(written);
+}
+
+void sgd_step(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<Tensor> momentum_buffers,
+              const Tensor& lr, const SGDStepOptions& options) {
+  if (params.empty()) return;
+  kernels::sgd_step[params.front().device()](params, grads, momentum_buffers, lr, options);
+  mark_written_in_place(params);
+  mark_written_in_place(momentum_buffers);  // a buffer made by this step has nothing to refuse
+}
+
 }  // namespace ember

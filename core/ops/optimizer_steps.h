@@ -47,4 +47,14 @@ extern KernelTable<void(std::span<const Tensor> params, std::span<const Tensor> 
     sgd_step;
 }  // namespace kernels
 
+// The optimizers call these, not the tables: each runs the device's kernel and then marks
+// everything it wrote (parameters, moments, step counts, momentum buffers) as written in place,
+// so a backward through a graph that saved a parameter before the step refuses it, as PyTorch
+// does. The tensors are all on one device; the arguments are the tables'.
+void adam_step(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<const Tensor> exp_avg,
+               std::span<const Tensor> exp_avg_sq, std::span<const Tensor> steps, const Tensor& lr,
+               const AdamStepOptions& options);
+void sgd_step(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<Tensor> momentum_buffers,
+              const Tensor& lr, const SGDStepOptions& options);
+
 }  // namespace ember

@@ -72,7 +72,7 @@ void Adam::update_group(size_t group_index, const ParamGroup& group, std::span<P
       exp_avg_sqs.push_back(state["exp_avg_sq"]);
       steps.push_back(state["step"]);
     }
-    kernels::adam_step[device](params, grads, exp_avgs, exp_avg_sqs, steps, lr_tensor(group_index, device), options);
+    adam_step(params, grads, exp_avgs, exp_avg_sqs, steps, lr_tensor(group_index, device), options);
   }
 }
 

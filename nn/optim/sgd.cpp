@@ -58,7 +58,7 @@ void SGD::update_group(size_t group_index, const ParamGroup& group, std::span<Pa
       if (options.momentum != 0.0 && found == states[i].end()) check_can_create_state(group_index, i, "momentum buffer");
       buffers.push_back(found == states[i].end() ? Tensor() : found->second);
     }
-    kernels::sgd_step[device](params, grads, buffers, lr_tensor(group_index, device), options);
+    sgd_step(params, grads, buffers, lr_tensor(group_index, device), options);
     if (options.momentum == 0.0) continue;
     for (size_t j = 0; j < on_device.size(); ++j) states[on_device[j]]["momentum_buffer"] = buffers[j];
   }
