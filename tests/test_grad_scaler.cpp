@@ -231,7 +231,8 @@ TEST_CASE("GradScaler: misuse is refused with the reason") {
   CHECK_THROWS_WITH_ALL(scaler.unscale_(half_optimizer), "GradScaler.unscale_: parameter 0 has a float16 gradient");
 
   CHECK_THROWS_WITH_ALL(nn::GradScaler({.init_scale = 0.0}),
-                        "GradScaler: init_scale must be positive and finite, got 0");
+                        "GradScaler: init_scale must be positive and at most float32's largest value", "got 0");
+  CHECK_THROWS_WITH_ALL(nn::GradScaler({.init_scale = 1e39}), "GradScaler: init_scale", "got 1e+39");
   CHECK_THROWS_WITH_ALL(nn::GradScaler({.growth_factor = 1.0}), "GradScaler: growth_factor must be > 1, got 1");
   CHECK_THROWS_WITH_ALL(nn::GradScaler({.backoff_factor = 1.0}),
                         "GradScaler: backoff_factor must be in (0, 1), got 1");

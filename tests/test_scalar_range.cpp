@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/float_to_int.h"
 #include "helpers.h"
 
 using namespace ember;
@@ -145,4 +146,39 @@ TEST_CASE("int64 arithmetic wraps around past int64's range, as PyTorch's does")
   CHECK(target.to_vector<int64_t>() == std::vector<int64_t>{kMin64 + 1, 0});
   kernels::scatter_add[DeviceType::CPU](target, tensor<int64_t>({-2}), 0, tensor<int64_t>({0}));
   CHECK(target.to_vector<int64_t>() == std::vector<int64_t>{kMax64, 0});
+}
+
+TEST_CASE("tensor() refuses values the requested dtype overflows on, as torch.tensor does") {
+  CHECK_THROWS_WITH_ALL(tensor<double>({1e300}, {1}, kInt64), "tensor: value 1e+300 cannot be converted to int64");
+  CHECK_THROWS_WITH_ALL(tensor<double>({std::nan("")}, {1}, kInt64), "tensor: value nan", "int64");
+  CHECK_THROWS_WITH_ALL(tensor<double>({1e300}, {1}, kFloat32), "tensor: value 1e+300", "float32");
+  CHECK_THROWS_WITH_ALL(tensor<int64_t>({100000}, {1}, kFloat16), "tensor: value 100000", "float16");
+  // What fits converts as before: a fraction is cut toward zero, as in PyTorch.
+  CHECK(tensor<double>({-2.5, 3.9, 0x1p62}, {3}, kInt64).to_vector<int64_t>() ==
+        std::vector<int64_t>{-2, 3, int64_t{1} << 62});
+  CHECK(tensor<double>({std::numeric_limits<double>::infinity()}, {1}, kFloat32).item<float>() ==
+        std::numeric_limits<float>::infinity());
+}
+
+TEST_CASE("converting floating values to int64 is defined for NaN, inf and values out of range") {
+  // PyTorch on x86 gives int64's smallest value for each of them; ember gives it on every path
+  // (float64, float32 and the 16-bit types), without the undefined cast the sanitizers catch.
+  const double inf = std::numeric_limits<double>::infinity();
+  const int64_t smallest = std::numeric_limits<int64_t>::min();
+  for (const DType dtype : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
+    INFO(dtype_name(dtype));
+    const Tensor x = tensor<double>({std::nan(""), inf, -inf, 1e30, -1e30, 7.9, -7.9}, {7}).to(dtype);
+    const std::vector<int64_t> converted = x.to(kInt64).to_vector<int64_t>();
+    for (int i = 0; i < 5; ++i) CHECK(converted[i] == smallest);  // float16 holds 1e30 as inf
+    CHECK(converted[5] == 7);
+    CHECK(converted[6] == -7);
+  }
+  // The edges of int64's range: -2^63 fits, 2^63 does not.
+  CHECK(tensor<double>({-0x1p63, 0x1p63}, {2}).to(kInt64).to_vector<int64_t>() ==
+        std::vector<int64_t>{smallest, smallest});
+  CHECK(float_to_int<int64_t>(0x1p62) == int64_t{1} << 62);
+  CHECK(float_to_int<int64_t>(-0x1p63) == smallest);
+  CHECK(float_to_int<int64_t>(0x1p63) == smallest);
+  CHECK(float_to_int<int64_t>(-1.5f) == -1);
+  static_assert(float_to_int<int64_t>(3.99) == 3);
 }

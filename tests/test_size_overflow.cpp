@@ -69,3 +69,15 @@ TEST_CASE("positional encodings refuse an offset whose end is past int64") {
   CHECK_THROWS_WITH_ALL(learned.forward(x, kMax - 1), "LearnedPositionalEmbedding", "max_len 16");
   CHECK(sinusoidal.forward(x, 13).sizes() == Shape{1, 3, 4});
 }
+
+TEST_CASE("pad_batch keeps a pad id above 2^53 exactly and rounds lengths up without overflow") {
+  const int64_t pad = (int64_t{1} << 53) + 1;
+  const datasets::PaddedBatch batch = datasets::pad_batch({{1, 2, 3}, {4}}, pad);
+  CHECK(batch.ids.to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3, 4, pad, pad});
+  // Rounding 3 up to a multiple of INT64_MAX is INT64_MAX, computed without overflowing; a batch
+  // that long is then refused where it is allocated.
+  const int64_t largest = std::numeric_limits<int64_t>::max();
+  CHECK_THROWS_WITH_ALL(datasets::pad_batch({{1, 2, 3}}, 0, -1, largest), "9223372036854775807");
+  CHECK(datasets::pad_batch({{1, 2, 3}}, 0, -1, 4).ids.size(1) == 4);
+  CHECK(datasets::pad_batch({{1, 2, 3}}, 0, -1, 3).ids.size(1) == 3);
+}

@@ -101,3 +101,50 @@ TEST_CASE("load_checkpoint refuses a crafted optimizer state, naming the file an
   CHECK_THROWS_WITH_ALL(nn::load_checkpoint(crafted, model, adam, nullptr), "load_checkpoint", "crafted.ckpt",
                         "state.0.step");
 }
+
+TEST_CASE("counters above 2^53 keep every digit through a state dict") {
+  const int64_t past_double = (int64_t{1} << 53) + 1;  // the first integer a double cannot hold
+  Tensor weight = zeros({2}).requires_grad_(true);
+  nn::SGD sgd({weight}, {.lr = 0.1});
+  nn::Scheduler scheduler(sgd, std::make_shared<nn::WarmupLinear>(0.1, 10, 100));
+  scheduler.load_state_dict({{"step", full_int64({}, past_double)}});
+  CHECK(scheduler.current_step() == past_double);
+  CHECK(scheduler.state_dict().at("step").item<int64_t>() == past_double);
+
+  // One below INT64_MAX loads, saves and steps once; a step past INT64_MAX is refused.
+  const int64_t largest = std::numeric_limits<int64_t>::max();
+  scheduler.load_state_dict({{"step", full_int64({}, largest - 1)}});
+  CHECK(scheduler.state_dict().at("step").item<int64_t>() == largest - 1);
+  scheduler.step();
+  CHECK(scheduler.current_step() == largest);
+  CHECK_THROWS_WITH_ALL(scheduler.step(), "Scheduler.step", "int64's largest");
+  CHECK(scheduler.current_step() == largest);
+
+  nn::GradScaler scaler({.growth_interval = past_double});
+  const nn::StateDict state = scaler.state_dict();
+  CHECK(state.at("growth_interval").item<int64_t>() == past_double);
+  nn::GradScaler resumed;
+  resumed.load_state_dict(state);
+  CHECK(resumed.state_dict().at("growth_interval").item<int64_t>() == past_double);
+}
+
+TEST_CASE("GradScaler's scale stays a finite float32") {
+  // PyTorch grows the scale only while the grown value is finite; from 2^127 a doubling would
+  // reach float32's inf and skip every later step.
+  Tensor weight = ones({2}).requires_grad_(true);
+  nn::SGD sgd({weight}, {.lr = 0.1});
+  nn::GradScaler scaler({.init_scale = 0x1p127, .growth_interval = 1});
+  for (int step = 0; step < 3; ++step) {
+    scaler.scale(sum(weight)).backward();
+    CHECK(scaler.step(sgd));
+    scaler.update();
+    sgd.zero_grad();
+    CHECK(scaler.scale() == 0x1p127);
+  }
+  nn::GradScaler resumed;
+  resumed.load_state_dict(scaler.state_dict());
+  CHECK(resumed.scale() == 0x1p127);
+  nn::StateDict too_large = scaler.state_dict();
+  too_large["scale"] = scalar_tensor(1e300, kFloat64);
+  CHECK_THROWS_WITH_ALL(resumed.load_state_dict(too_large), "GradScaler.load_state_dict", "'scale'", "1e+300");
+}

@@ -7,6 +7,7 @@
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
 #include "core/dispatch.h"
+#include "core/float_to_int.h"
 #include "core/memory_overlap.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/inplace.h"
@@ -34,8 +35,15 @@ void copy_cpu(const Tensor& dst, const Tensor& src) {
         cpu::for_each_element<Out, In>(dst, {src}, [](float value) { return value; });
       } else {
         // A double or an integer rounds to a 16-bit type once, through the value type's own
-        // conversion (core/half.h), not through float32.
-        cpu::for_each_element<Out, In>(dst, {src}, [](In value) { return static_cast<Out>(value); });
+        // conversion (core/half.h), not through float32. A floating value becomes an integer
+        // through float_to_int: NaN, inf and values out of range are defined there.
+        cpu::for_each_element<Out, In>(dst, {src}, [](In value) {
+          if constexpr (std::is_same_v<Out, int64_t> && !std::is_integral_v<In>) {
+            return float_to_int<int64_t>(static_cast<compute_type<In>>(value));
+          } else {
+            return static_cast<Out>(value);
+          }
+        });
       }
     });
   });
@@ -90,7 +98,7 @@ Tensor& copy_(Tensor& dst, const Tensor& src) {
   check_no_internal_overlap(dst, "copy_");
   const Tensor readable = input_safe_to_read(dst, src, "copy_");
   kernels::copy[kernel_device(dst, src)](dst, readable);
-  dst.impl()->storage->bump_version();
+  mark_written_in_place(dst);
   const Shape src_shape = src.sizes();
   autograd::record_inplace("copy_", dst, {src}, [src_shape](const Tensor& grad) {
     // The old contents of dst were overwritten: they get no gradient.

@@ -1,6 +1,7 @@
 // Factories: filled, ranged and random tensors, and tensors from C++ values.
 #include "core/ops/factory.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/cpu/loops.h"
@@ -120,6 +121,13 @@ Tensor full(const Shape& shape, double value, TensorOptions options) {
   return finish(out, options);
 }
 
+Tensor full_int64(const Shape& shape, int64_t value, TensorOptions options) {
+  EMBER_CHECK(options.dtype() == kInt64, "full_int64: the dtype must be int64, got {}", options.dtype());
+  Tensor host = make_tensor(shape, kInt64, kCPU, "full_int64");
+  std::fill_n(host.data_ptr<int64_t>(), host.numel(), value);
+  return finish(host.to(options.device()), options);
+}
+
 Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0, options); }
 Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
 
@@ -191,6 +199,12 @@ Tensor tensor(const std::vector<T>& values, const Shape& shape, TensorOptions op
   Tensor host = make_tensor(shape, dtype_of<Stored>(), kCPU);
   Stored* data = host.data_ptr<Stored>();
   for (int64_t i = 0; i < count; ++i) data[i] = static_cast<Stored>(values[i]);
+  // Values converted to another dtype are checked as PyTorch's torch.tensor checks them: one
+  // that overflows the dtype (1e300 as int64 or float32, NaN as int64) is refused, not stored
+  // as whatever the conversion gives.
+  if (options.dtype() != host.dtype() && options.dtype() != kBool) {
+    for (int64_t i = 0; i < count; ++i) check_fits(static_cast<double>(data[i]), options.dtype(), "tensor");
+  }
   return finish(host.to(options.dtype()).to(options.device()), options);
 }
 

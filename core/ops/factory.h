@@ -46,6 +46,11 @@ Tensor randn_like(const Tensor& other);
 // A 0-d tensor holding `value`.
 Tensor scalar_tensor(double value, TensorOptions options = {});
 
+// An int64 tensor of `shape` filled with `value`, exactly: full and scalar_tensor take the value
+// as a double, which holds integers exactly only up to 2^53. For counters, ids and indices.
+// options' dtype must be int64 (its default here).
+Tensor full_int64(const Shape& shape, int64_t value, TensorOptions options = TensorOptions(kInt64));
+
 // A tensor from C++ values and a shape (the element count must match). The dtype is T's
 // (float -> float32, double -> float64, int64_t/int -> int64, bool -> bool) unless options
 // names another, in which case the values are converted.

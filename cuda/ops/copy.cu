@@ -2,6 +2,7 @@
 // tensors contiguous, converts dtypes and writes cat's windows (see cuda/ops/copy.cpp).
 #include <type_traits>
 
+#include "core/float_to_int.h"
 #include "cuda/ops/copy_kernels.h"
 #include "cuda/common/elementwise.cuh"
 
@@ -10,12 +11,14 @@ namespace {
 
 // A 16-bit value widens to float exactly; a value becomes 16-bit rounded once to nearest even,
 // from a float or from the double itself (round_to: what core/half.h's constructors do on the
-// CPU). Between equal 16-bit types the bits move unchanged (a NaN keeps its payload).
+// CPU). Between equal 16-bit types the bits move unchanged (a NaN keeps its payload). A floating
+// value becomes int64 as on the CPU (core/float_to_int.h), not by the GPU's saturating conversion.
 template <class Out, class In>
 struct Convert {
   __device__ Out operator()(In value) const {
     if constexpr (std::is_same_v<Out, In> && is_16_bit_element<Out>) return value;
     else if constexpr (is_16_bit_element<Out>) return round_to<Out>(to_compute(value));
+    else if constexpr (std::is_same_v<Out, int64_t> && !std::is_integral_v<In>) return float_to_int<int64_t>(to_compute(value));
     else return static_cast<Out>(to_compute(value));
   }
 };

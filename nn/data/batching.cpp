@@ -29,10 +29,15 @@ PaddedBatch pad_batch(const std::vector<std::vector<int64_t>>& sequences, int64_
     batch.lengths.push_back(length);
     longest = std::max(longest, length);
   }
-  longest = (longest + length_multiple - 1) / length_multiple * length_multiple;
+  if (const int64_t remainder = longest % length_multiple; remainder != 0) {
+    EMBER_CHECK(longest <= std::numeric_limits<int64_t>::max() - (length_multiple - remainder),
+                "pad_batch: the longest sequence ({} tokens) rounded up to a multiple of length_multiple {} "
+                "overflows int64", longest, length_multiple);
+    longest += length_multiple - remainder;
+  }
 
   const int64_t rows = static_cast<int64_t>(sequences.size());
-  batch.ids = full({rows, longest}, static_cast<double>(pad_id), kInt64);
+  batch.ids = full_int64({rows, longest}, pad_id);
   batch.padding_mask = ones({rows, longest}, kBool);
   int64_t* ids = batch.ids.data_ptr<int64_t>();
   bool* padding = batch.padding_mask.data_ptr<bool>();

@@ -134,7 +134,7 @@ std::vector<std::vector<int64_t>> Transformer::greedy_decode(const Tensor& sourc
   NoGradGuard no_grad;
   const Tensor memory = encode(source);
   const int64_t batch = source.size(0);
-  Tensor target = full({batch, 1}, static_cast<double>(options.bos_id), TensorOptions(kInt64).device(source.device()));
+  Tensor target = full_int64({batch, 1}, options.bos_id, TensorOptions(kInt64).device(source.device()));
   std::vector<std::vector<int64_t>> outputs(batch);
   std::vector<bool> finished(batch, false);
   DecoderCache cache;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,9 +18,14 @@
 namespace ember::nn {
 namespace {
 
+// The scale multiplies float32 losses (a 16-bit loss is scaled in float32), so it must stay a
+// finite float32: past 3.4e38 every scaled loss would be inf and every step skipped.
+constexpr double kLargestScale = std::numeric_limits<float>::max();
+
 void check_options(const GradScalerOptions& options) {
-  EMBER_CHECK(std::isfinite(options.init_scale) && options.init_scale > 0,
-              "GradScaler: init_scale must be positive and finite, got {}", options.init_scale);
+  EMBER_CHECK(options.init_scale > 0 && options.init_scale <= kLargestScale,
+              "GradScaler: init_scale must be positive and at most float32's largest value {}, got {}", kLargestScale,
+              options.init_scale);
   EMBER_CHECK(options.growth_factor > 1 && std::isfinite(options.growth_factor),
               "GradScaler: growth_factor must be > 1, got {}", options.growth_factor);
   EMBER_CHECK(options.backoff_factor > 0 && options.backoff_factor < 1,
@@ -90,7 +96,7 @@ void GradScaler::unscale_(Optimizer& optimizer) {
   std::vector<Tensor> found_inf;
   for (const auto& [device, grads] : by_device) {
     found_inf.push_back(zeros({}, TensorOptions(kFloat32).device(device)));
-    kernels::unscale_grads[device](grads, inverse, found_inf.back());
+    unscale_grads(grads, inverse, found_inf.back());
   }
   record.stage = Stage::Unscaled;
   record.found_inf = std::any_of(found_inf.begin(), found_inf.end(),
@@ -125,7 +131,8 @@ void GradScaler::update() {
     scale_ *= options_.backoff_factor;
     growth_tracker_ = 0;
   } else if (++growth_tracker_ == options_.growth_interval) {
-    scale_ *= options_.growth_factor;
+    // As PyTorch: the scale grows only while the grown value is finite in float32.
+    if (scale_ * options_.growth_factor <= kLargestScale) scale_ *= options_.growth_factor;
     growth_tracker_ = 0;
   }
   records_.clear();
@@ -137,8 +144,8 @@ StateDict GradScaler::state_dict() const {
       {"scale", scalar_tensor(scale_, kFloat64)},
       {"growth_factor", scalar_tensor(options_.growth_factor, kFloat64)},
       {"backoff_factor", scalar_tensor(options_.backoff_factor, kFloat64)},
-      {"growth_interval", scalar_tensor(static_cast<double>(options_.growth_interval), kInt64)},
-      {"growth_tracker", scalar_tensor(static_cast<double>(growth_tracker_), kInt64)},
+      {"growth_interval", full_int64({}, options_.growth_interval)},
+      {"growth_tracker", full_int64({}, growth_tracker_)},
   };
 }
 
@@ -153,8 +160,9 @@ void GradScaler::load_state_dict(const StateDict& state) {
   options.growth_interval = entry(state, "growth_interval", kInt64).item<int64_t>();
   const int64_t growth_tracker = entry(state, "growth_tracker", kInt64).item<int64_t>();
   // check_options's checks, worded with the state dict's keys.
-  EMBER_CHECK(std::isfinite(options.init_scale) && options.init_scale > 0,
-              "GradScaler.load_state_dict: 'scale' must be positive and finite, got {}", options.init_scale);
+  EMBER_CHECK(options.init_scale > 0 && options.init_scale <= kLargestScale,
+              "GradScaler.load_state_dict: 'scale' must be positive and at most float32's largest value {}, got {}",
+              kLargestScale, options.init_scale);
   EMBER_CHECK(options.growth_factor > 1 && std::isfinite(options.growth_factor),
               "GradScaler.load_state_dict: 'growth_factor' must be > 1 and finite, got {}", options.growth_factor);
   EMBER_CHECK(options.backoff_factor > 0 && options.backoff_factor < 1,

@@ -86,11 +86,13 @@ void Scheduler::apply() {
 }
 
 void Scheduler::step() {
+  EMBER_CHECK(step_ < std::numeric_limits<int64_t>::max(), "Scheduler.step: the step count {} is int64's largest",
+              step_);
   ++step_;
   apply();
 }
 
-StateDict Scheduler::state_dict() const { return {{"step", scalar_tensor(static_cast<double>(step_), kInt64)}}; }
+StateDict Scheduler::state_dict() const { return {{"step", full_int64({}, step_)}}; }
 
 void Scheduler::load_state_dict(const StateDict& state) {
   auto it = state.find("step");
