@@ -343,3 +343,67 @@ TEST_CASE("attention errors") {
   dropout_options.dropout_p = 1.0;
   CHECK_THROWS_WITH_ALL(scaled_dot_product_attention(q, k, v, dropout_options), "dropout_p", "[0, 1)");
 }
+
+TEST_CASE("a query whose keys are all masked attends to nothing: zero output, zero gradients, no NaN") {
+  // Row 1 of the bool mask allows no key, and row 2 of the additive mask is all -inf: PyTorch's
+  // safe softmax gives such rows zero weights, and so does ember in both forms.
+  const Tensor bool_mask =
+      tensor(std::vector<bool>{true, false, true, true, false, false, false, false, false, true, true, false}, {3, 4});
+  std::vector<double> additive(12, 0.0);
+  for (int j = 0; j < 4; ++j) additive[8 + j] = -kInf;
+  additive[1] = -kInf;
+  const Tensor float_mask = tensor(additive, {3, 4}, kFloat64);
+  const std::vector<Tensor> inputs{leaf({2, 3, 4}), leaf({2, 4, 4}), leaf({2, 4, 2})};
+  for (const auto& [mask, empty_row] : {std::pair{bool_mask, int64_t{1}}, std::pair{float_mask, int64_t{2}}}) {
+    INFO(mask.dtype());
+    AttentionOptions options;
+    options.attn_mask = mask;
+    for (const bool fused : {true, false}) {
+      INFO((fused ? "fused" : "composed"));
+      const Tensor upstream = randn({2, 3, 2}, kFloat64);
+      const std::vector<Tensor> results =
+          attention_and_gradients(fused, inputs, [](const std::vector<Tensor>& in) { return Qkv{in[0], in[1], in[2]}; },
+                                  options, upstream);
+      for (const Tensor& result : results) CHECK(std::isfinite(max_abs(result)));
+      CHECK(max_abs(results[0].select(1, empty_row)) == 0.0);  // the output row
+      CHECK(max_abs(results[1].select(1, empty_row)) == 0.0);  // that query's gradient
+    }
+    check_fused_matches_composed(inputs, [](const std::vector<Tensor>& in) { return Qkv{in[0], in[1], in[2]}; },
+                                 options, 1e-12);
+    const AttentionResult with_weights = scaled_dot_product_attention_with_weights(inputs[0], inputs[1], inputs[2], options);
+    CHECK(max_abs(with_weights.weights.select(1, empty_row)) == 0.0);
+    // The other rows are the softmax they always were.
+    check_close(sum(with_weights.weights.narrow(1, 0, 1), Shape{-1}), ones({2, 1}, kFloat64), 1e-12, 0);
+    CHECK_GRADCHECK(
+        [&](const std::vector<Tensor>& in) { return scaled_dot_product_attention(in[0], in[1], in[2], options); },
+        inputs);
+  }
+  // 16-bit inputs take the same rule.
+  AttentionOptions options;
+  options.attn_mask = bool_mask;
+  const Tensor out = scaled_dot_product_attention(randn({2, 3, 4}).to(kBFloat16), randn({2, 4, 4}).to(kBFloat16),
+                                                  randn({2, 4, 2}).to(kBFloat16), options);
+  CHECK(max_abs(out.to(kFloat32).select(1, 1)) == 0.0);
+  CHECK(std::isfinite(max_abs(out.to(kFloat32))));
+}
+
+TEST_CASE("MultiHeadAttention over a sequence with every key padded gives finite values and gradients") {
+  manual_seed(0);
+  nn::MultiHeadAttention attention(8, 2);
+  Tensor x = randn({2, 3, 8});
+  x.requires_grad_(true);
+  const Tensor padding = tensor(std::vector<bool>{false, false, true, true, true, true}, {2, 3});  // row 1 empty
+  for (const bool need_weights : {false, true}) {
+    const nn::MultiHeadAttentionOutput result =
+        attention.forward(x, x, x, {.key_padding_mask = padding, .need_weights = need_weights});
+    CHECK(std::isfinite(max_abs(result.output)));
+    sum(result.output).backward();
+    CHECK(std::isfinite(max_abs(x.grad())));
+    for (const auto& [name, parameter] : attention.named_parameters()) {
+      INFO(name);
+      CHECK(std::isfinite(max_abs(parameter.grad())));
+    }
+    attention.zero_grad();
+    x.mutable_grad() = Tensor();
+  }
+}

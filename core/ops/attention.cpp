@@ -99,13 +99,28 @@ Tensor masked_scores(const Tensor& scores, const Tensor& mask, bool is_causal) {
   return add(scores, mask);
 }
 
+// The softmax over the keys, where a row whose every score is -inf (a query whose keys are all
+// masked) gets zero weights instead of NaN, as PyTorch's scaled_dot_product_attention gives
+// (its safe softmax): such a query attends to nothing, its output is zero and so are the
+// gradients through it, so one empty sequence in a batch does not poison the loss. Only a
+// mask can empty a row (the causal triangle leaves each query its own key).
+Tensor attention_softmax(const Tensor& scores, bool masked) {
+  if (!masked) return softmax(scores, -1);
+  Tensor empty_rows;
+  {
+    NoGradGuard no_grad;
+    empty_rows = eq(amax(scores.detach(), Shape{-1}, /*keepdim=*/true), -std::numeric_limits<double>::infinity());
+  }
+  return masked_fill(softmax(masked_fill(scores, empty_rows, 0.0), -1), empty_rows, 0.0);
+}
+
 AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const AttentionOptions& options) {
   const double scale = scale_of(q, options);
 
   const Tensor scores = masked_scores(mul(matmul(q, transpose(k, -2, -1)), scale), options.attn_mask,
                                      options.is_causal);  // [..., L, S]
-  Tensor weights = softmax(scores, -1);
+  Tensor weights = attention_softmax(scores, options.attn_mask.defined());
   if (options.dropout_p > 0.0) weights = dropout(weights, options.dropout_p, /*train=*/true);
   return AttentionResult{matmul(weights, v), weights};
 }
@@ -165,7 +180,7 @@ std::vector<Tensor> differentiable_attention_backward(const Tensor& grad, const 
                                                       const Tensor& v, const kernels::AttentionArgs& args, bool need_q,
                                                       bool need_k, bool need_v) {
   const Tensor scores = masked_scores(mul(matmul(q, transpose(k, -2, -1)), args.scale), args.mask, args.is_causal);
-  const Tensor probabilities = softmax(scores, -1);
+  const Tensor probabilities = attention_softmax(scores, args.mask.defined());
   const bool dropped = args.dropout_p > 0.0;
   const Tensor weights =
       dropped ? dropout_with_state(probabilities, args.dropout_p, args.dropout_state) : probabilities;

@@ -8,6 +8,11 @@
 // where the fused kernels do not apply (q, k and v with different batch dims, a float mask
 // that needs a gradient, an empty input), it is composed of matmul, masked_fill, softmax
 // and dropout, whose backward is theirs. Both draw the same dropout mask.
+//
+// A query whose keys are all masked attends to nothing: its weights, its output row and the
+// gradients through it are zero (PyTorch's scaled_dot_product_attention gives the same since its
+// safe softmax), on every device and in both forms, so one empty sequence in a batch does not
+// turn the loss into NaN.
 #pragma once
 
 #include <optional>

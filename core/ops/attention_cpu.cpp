@@ -25,6 +25,7 @@
 //   the float32 kernels run, and the output and the gradients are rounded once.
 #include <omp.h>
 
+#include <algorithm>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -92,8 +93,11 @@ class RowMask {
     }
   }
 
-  // Zeroes the gradient of the scores that the mask replaced by -inf (masked_fill's backward:
-  // a fully masked row, NaN in forward, gets a zero gradient).
+  // Whether a row can have every key masked: with a mask (bool, or additive with -inf), not
+  // with the causal triangle alone.
+  bool may_empty_a_row() const { return allowed_ != nullptr || added_ != nullptr; }
+
+  // Zeroes the gradient of the scores that the mask replaced by -inf (masked_fill's backward).
   void zero_masked(T* grad, int64_t n, int64_t i, int64_t length) const {
     if (causal_) {
       for (int64_t j = i + 1; j < length; ++j) grad[j] = 0;
@@ -228,8 +232,16 @@ void attention_forward(const Tensor& out, const Tensor& q_tensor, const Tensor& 
     product(q.transposed(), !k.transposed(), L, S, E, static_cast<C>(args.scale), q.matrix(n), q.ld(), k.matrix(n),
             k.ld(), p, S);
     for (int64_t i = 0; i < L; ++i) {
-      mask.apply(p + i * S, n, i, S);
-      cpu::softmax_row<C>(p + i * S, p + i * S, nullptr, nullptr, S, /*log=*/false);
+      C* const row = p + i * S;
+      mask.apply(row, n, i, S);
+      // A query whose keys are all masked attends to nothing: zero weights, so a zero output
+      // and, in backward, zero gradients (the composed form's attention_softmax).
+      const auto masked_out = [](C score) { return score == -std::numeric_limits<C>::infinity(); };
+      if (mask.may_empty_a_row() && std::all_of(row, row + S, masked_out)) {
+        std::fill_n(row, S, C(0));
+      } else {
+        cpu::softmax_row<C>(row, row, nullptr, nullptr, S, /*log=*/false);
+      }
     }
     if (dropout) {
       dropout_factors(args.dropout_state, n * L * S, L * S, args.dropout_p, weights);

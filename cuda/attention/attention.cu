@@ -38,8 +38,8 @@
 // cuda/attention_device.cuh.
 //
 // Masks and edge cases follow the CPU kernel (core/ops/attention_cpu.cpp) exactly: a masked
-// score is -inf; a row with no key to attend to gets NaN (as softmax of all -inf does), and
-// its gradient through a bool or causal mask is zero; dropout keeps element e = (n L + i) S + j
+// score is -inf; a row with no key to attend to gets zero weights, a zero output and zero
+// gradients (lse +inf); dropout keeps element e = (n L + i) S + j
 // of the weights iff uniform_float(random word e) >= p, the dropout op's own rule.
 #include <atomic>
 #include <cmath>
@@ -246,13 +246,18 @@ __global__ void __launch_bounds__(kThreads) attention_forward(AttentionLayout la
     for (int r = 0; r < kPerThread; ++r) {
       const int64_t i = row0 + ty + 16 * r;
       if (i >= L) continue;
-      // A row that saw no key: 0 / 0 = NaN, as softmax of all -inf, and lse = -inf.
+      // A row that saw no key (all masked) attends to nothing: out 0, and lse +inf so that the
+      // backward's exp(S - lse) gives it zero weights and zero gradients, as on the CPU.
+      const bool attended = running_sum[r] > C(0);
       #pragma unroll
       for (int c = 0; c < kPerThread; ++c) {
         const int64_t col = col0 + tx + 16 * c;
-        if (col < Ev) args.out[layout.offset(kAttentionOut, n, i, col)] = round_to<T>(acc[r][c] / running_sum[r]);
+        const C value = attended ? acc[r][c] / running_sum[r] : C(0);
+        if (col < Ev) args.out[layout.offset(kAttentionOut, n, i, col)] = round_to<T>(value);
       }
-      if (col0 == 0 && tx == 0) args.log_sum_exp[n * L + i] = running_max[r] + log(running_sum[r]);
+      if (col0 == 0 && tx == 0) {
+        args.log_sum_exp[n * L + i] = attended ? running_max[r] + log(running_sum[r]) : -minus_infinity<C>();
+      }
     }
   }
 }
@@ -343,7 +348,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_backward(AttentionLayou
             grad_scores_tile[(ty + 16 * r) * kPitch + tx + 16 * c] = 0;
             continue;
           }
-          // exp(-inf - -inf) = NaN on a row with no key: NaN weights, as the CPU's softmax gives.
+          // A row with no key has lse +inf: exp(S - lse) = 0, zero weights, as on the CPU.
           const C probability = exp(p[r][c] - lse);
           const C factor = dropout.factor(layout, n, i, j);
           C grad_score = probability * (grad_p[r][c] * factor - row_term);

@@ -36,8 +36,8 @@
 // Tails. Loads zero-fill rows past L or S and columns past E or Ev, so products over padding add
 // zeros; masked_score puts -inf past the lengths, weights and dS past them are 0, and stores are
 // guarded. A row with no key keeps max -inf; its exps are taken against 0 (exp(-inf) = 0, not
-// exp(-inf - -inf) = NaN), so it ends as 0 / 0 = NaN with lse -inf, as the float32 kernel and
-// the CPU give. Masks, dropout (the same Philox counters and keep rule) and scale are those of
+// exp(-inf - -inf) = NaN), so its sum ends 0: it is written as out 0 with lse +inf (zero
+// weights and gradients in backward), as the float32 kernel and the CPU give. Masks, dropout (the same Philox counters and keep rule) and scale are those of
 // cuda/attention/attention_device.cuh, shared with the float32 kernel.
 //
 // Shared memory (cuda/attention/attention_tensor_core_plan.h): forward 70 KiB (head dim 64) or 110 KiB
@@ -212,11 +212,16 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncwarp();
     if (i < L) {
-      // A row that saw no key: 0 / 0 = NaN, as softmax of all -inf, and lse = -inf.
+      // A row that saw no key (all masked) attends to nothing: out 0, and lse +inf so that the
+      // backward's exp(S - lse) gives it zero weights and zero gradients, as on the CPU.
+      const bool attended = running_sum > 0.0f;
       for (int c = r_half; c < layout.value_embed; c += 2) {
-        args.out[layout.offset(kAttentionOut, n, i, c)] = round_to<T>(out_rows[r * out_pitch + c] / running_sum);
+        const float value = attended ? out_rows[r * out_pitch + c] / running_sum : 0.0f;
+        args.out[layout.offset(kAttentionOut, n, i, c)] = round_to<T>(value);
       }
-      if (r_half == 0) args.log_sum_exp[n * L + i] = running_max + log(running_sum);
+      if (r_half == 0) {
+        args.log_sum_exp[n * L + i] = attended ? running_max + log(running_sum) : -minus_infinity<float>();
+      }
     }
     __syncthreads();  // before the next matrix replaces the q tile
   }
@@ -330,7 +335,7 @@ __global__ void __launch_bounds__(kThreads)
             continue;
           }
           const float s = masked_score(layout, args, n, i, j, scores[key * scores_pitch + c]);
-          // exp(-inf - -inf) = NaN on a row with no key: NaN weights, as the CPU's softmax gives.
+          // A row with no key has lse +inf: exp(S - lse) = 0, zero weights, as on the CPU.
           const float probability = exp(s - query_lse[c]);
           const float factor = dropout.factor(layout, n, i, j);
           float grad_score =
