@@ -36,6 +36,7 @@
 #include "core/ops/matmul.h"
 #include "cuda/runtime/check.h"
 #include "cuda/runtime/cublas_handle.h"
+#include "cuda/runtime/device_scope.h"
 #include "cuda/ops/device_elements.h"
 #include "cuda/common/gemm_batch_plan.h"
 #include "cuda/ops/gemm_pointers_kernels.h"
@@ -273,18 +274,9 @@ EMBER_REGISTER_KERNEL(kernels::gemm, DeviceType::CUDA, gemm_cuda);
 }  // namespace
 
 void prepare_cublas(int device) {
-  check_device(device);
-  int previous = 0;
-  check(cudaGetDevice(&previous), "CudaGraph::capture: cudaGetDevice");
-  if (previous != device) check(cudaSetDevice(device), "CudaGraph::capture: cudaSetDevice");
-  try {
-    std::lock_guard<std::mutex> lock(handles_mutex);
-    handle_entry(device);
-  } catch (...) {
-    if (previous != device) cudaSetDevice(previous);
-    throw;
-  }
-  if (previous != device) check(cudaSetDevice(previous), "CudaGraph::capture: cudaSetDevice");
+  const DeviceScope scope(device, "CudaGraph::capture");
+  std::lock_guard<std::mutex> lock(handles_mutex);
+  handle_entry(device);
 }
 
 void set_allow_tf32(bool allow) { tf32_allowed.store(allow); }
