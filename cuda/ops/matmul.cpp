@@ -7,8 +7,8 @@
 // column-contiguous one (a transposed view) is passed with CUBLAS_OP_T. No operand is copied.
 // The batch goes to cuBLAS as planned by gemm_batch_plan.h: one strided-batched call when its
 // dims merge to one stride per operand, else one batched call over pointer arrays that a
-// kernel computes on the device. A host loop of one call per matrix (what attention's heads,
-// split off a projection as views, used to get) made a GPU training step ten times slower.
+// kernel computes on the device. A host loop of one call per matrix (for attention's heads,
+// split off a projection as views) was measured to make a GPU training step ten times slower.
 //
 // One cuBLAS handle per device, created on first use. Before each call it is bound to the
 // current stream (cuda/runtime/stream.h: the default stream, or a graph capture's), so products are
