@@ -17,8 +17,8 @@ namespace {
 // Blocks of 16 KiB and more are kept when freed and handed out again for the same size class.
 // glibc gives such frees back to the OS (blocks from 128 KiB up are mapped and unmapped one by
 // one; its heap is trimmed), and a training step that allocates them again then takes a page
-// fault for every 4 KiB, each page zeroed by the kernel: 56,000 faults (220 MB) per step of the
-// reference classifier (benchmarks/side_by_side) before this cache. A warm step finds every
+// fault for every 4 KiB, each page zeroed by the kernel: measured without this cache, 56,000
+// faults (220 MB) per step of the reference classifier (benchmarks/side_by_side). A warm step finds every
 // block it needs here. Smaller blocks are left to malloc, whose bins reuse them. Builds with AddressSanitizer skip the cache, so that a
 // use-after-free is still caught.
 class CpuAllocator final : public Allocator {

@@ -29,7 +29,7 @@ namespace ember::autograd {
 // get() is called with grad mode on (a backward pass under create_graph) it hands back a tensor
 // with that history, so a backward written with tensor ops records a differentiable graph of
 // its own. An op's own output is recognised and re-attached to the node running its backward.
-// With grad mode off (every first-order backward) get() returns the bare data, as before.
+// With grad mode off (every first-order backward) get() returns the bare data, no history.
 class SavedTensor {
  public:
   SavedTensor() = default;

@@ -3,7 +3,7 @@
 // sanitizer build stops on it, and an optimiser may assume it never happens), so the kernels add,
 // subtract, multiply and negate signed integers in the unsigned type of the same width, where
 // arithmetic is modulo 2^64, and convert back, which C++20 defines as two's complement. On
-// floating point types these are the plain operators, so the float loops compile as before.
+// floating point types these are the plain operators: a float loop compiles as one with + and *.
 #pragma once
 
 #include <type_traits>

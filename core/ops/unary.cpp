@@ -52,7 +52,7 @@ constexpr double kInvSqrt2 = 0.7071067811865476;      // 1 / sqrt(2)
 constexpr double kInvSqrt2Pi = 0.3989422804014327;    // 1 / sqrt(2 pi)
 
 // Each lambda takes and returns compute_type<T> (C): a 16-bit element is widened to float as it
-// is read and its result rounds once, as it is stored; float32 and float64 compute as before.
+// is read and its result rounds once, as it is stored; float32 and float64 compute in their own type.
 template <class T>
 void math_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
   using cpu::for_each_element;

@@ -2,8 +2,8 @@
 // are __nv_bfloat16 and __half on the device. Kernels load an element as its compute type
 // (float for the 16-bit formats, the type itself otherwise), do their arithmetic there, and
 // round once where they store: to_compute() and round_to<T>() below (and round_toward_zero()
-// for rand's rule). For float, double, int64 and bool both are what they always were (the
-// identity, or the static_cast of a store), so those kernels compile to what they were.
+// for rand's rule). For float, double, int64 and bool both are the identity, or the
+// static_cast of a store, so those kernels compute in their own type.
 //
 // fmt-free and C++17: read by nvcc (the .cu files) and by the host compiler (the launchers'
 // declarations in the *_kernels.h headers name these types). CUDA's conversions are host and

@@ -3,11 +3,11 @@
 // thread, up to a few waves of the GPU), numbered one after another along the grid's x, so that
 // block b works on the tensor whose range of block numbers holds b.
 //
-// The grid used to be (blocks for the largest tensor) x (tensors): on a list of one embedding
-// table and twenty-three biases, nearly every block had nothing to do. On an H200 the classifier's
-// Adam step took 0.7 ms, and 0.2 once the empty blocks left at once; an update of its 5.3 M
-// parameters moves about 150 MB, 35 us at that GPU's memory rate, so most of what remained is
-// taken to be the launching of some 100,000 empty blocks (an estimate: not yet measured apart).
+// Not a grid of (blocks for the largest tensor) x (tensors): on a list of one embedding table and
+// twenty-three biases nearly every block of it has nothing to do. Measured on an H200: the
+// classifier's Adam step on that grid takes 0.7 ms, and 0.2 with an early exit of the empty
+// blocks; an update of its 5.3 M parameters moves about 150 MB, 35 us at that GPU's memory rate,
+// so most of the 0.2 ms is taken to be the launching of some 100,000 empty blocks (an estimate).
 //
 // Plain C++: the kernels and the CPU test (tests/test_tensor_list_blocks.cpp) use the very same
 // functions.

@@ -65,6 +65,9 @@ class NcclBackend : public detail::CollectiveBackend {
     EMBER_CHECK(devices > 0, "distributed: the NCCL backend needs a GPU, and rank {} sees none", bootstrap.rank);
     // One process per GPU: the processes of one machine take its GPUs in local-rank order.
     device_ = bootstrap.local_rank % devices;
+    // The rank's GPU stays current for the rest of the process, not for a scope (so no
+    // DeviceScope here): ncclCommInitRank binds the communicator to the current device, and
+    // every kernel the rank launches afterwards runs there.
     cuda::check(cudaSetDevice(device_), "distributed: cudaSetDevice");
     ncclUniqueId id{};
     if (bootstrap.rank == 0) check_nccl(ncclGetUniqueId(&id), nullptr, "distributed: ncclGetUniqueId");

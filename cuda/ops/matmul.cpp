@@ -7,8 +7,8 @@
 // column-contiguous one (a transposed view) is passed with CUBLAS_OP_T. No operand is copied.
 // The batch goes to cuBLAS as planned by gemm_batch_plan.h: one strided-batched call when its
 // dims merge to one stride per operand, else one batched call over pointer arrays that a
-// kernel computes on the device. A host loop of one call per matrix (what attention's heads,
-// split off a projection as views, used to get) made a GPU training step ten times slower.
+// kernel computes on the device. A host loop of one call per matrix (for attention's heads,
+// split off a projection as views) was measured to make a GPU training step ten times slower.
 //
 // One cuBLAS handle per device, created on first use. Before each call it is bound to the
 // current stream (cuda/runtime/stream.h: the default stream, or a graph capture's), so products are
@@ -36,6 +36,7 @@
 #include "core/ops/matmul.h"
 #include "cuda/runtime/check.h"
 #include "cuda/runtime/cublas_handle.h"
+#include "cuda/runtime/device_scope.h"
 #include "cuda/ops/device_elements.h"
 #include "cuda/common/gemm_batch_plan.h"
 #include "cuda/ops/gemm_pointers_kernels.h"
@@ -273,18 +274,9 @@ EMBER_REGISTER_KERNEL(kernels::gemm, DeviceType::CUDA, gemm_cuda);
 }  // namespace
 
 void prepare_cublas(int device) {
-  check_device(device);
-  int previous = 0;
-  check(cudaGetDevice(&previous), "CudaGraph::capture: cudaGetDevice");
-  if (previous != device) check(cudaSetDevice(device), "CudaGraph::capture: cudaSetDevice");
-  try {
-    std::lock_guard<std::mutex> lock(handles_mutex);
-    handle_entry(device);
-  } catch (...) {
-    if (previous != device) cudaSetDevice(previous);
-    throw;
-  }
-  if (previous != device) check(cudaSetDevice(previous), "CudaGraph::capture: cudaSetDevice");
+  const DeviceScope scope(device, "CudaGraph::capture");
+  std::lock_guard<std::mutex> lock(handles_mutex);
+  handle_entry(device);
 }
 
 void set_allow_tf32(bool allow) { tf32_allowed.store(allow); }

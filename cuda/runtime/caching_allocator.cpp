@@ -24,6 +24,7 @@
 #include "core/storage.h"
 #include "cuda/runtime/block_pools.h"
 #include "cuda/runtime/check.h"
+#include "cuda/runtime/device_scope.h"
 #include "cuda/graph/graph_pool.h"
 
 namespace ember::cuda {
@@ -57,28 +58,6 @@ cudaError_t capture_safe_malloc(void** block, size_t size) {
   if (exchanged == cudaSuccess) cudaThreadExchangeStreamCaptureMode(&mode);  // back to what it was
   return status;
 }
-
-// Makes `index` the current device for the calls in its scope, and restores the previous one.
-class DeviceScope {
- public:
-  explicit DeviceScope(int index) {
-    check(cudaGetDevice(&previous_), "cuda allocator: cudaGetDevice");
-    if (previous_ != index) check(cudaSetDevice(index), "cuda allocator: cudaSetDevice");
-  }
-  // A destructor cannot throw: a failure here is cleared rather than left for the next op's
-  // check_launch to report as its own.
-  ~DeviceScope() {
-    int current = previous_;
-    if (cudaGetDevice(&current) != cudaSuccess || (current != previous_ && cudaSetDevice(previous_) != cudaSuccess)) {
-      cudaGetLastError();
-    }
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
 
 struct DevicePool {
   BlockPools blocks;  // the free ones, by pool and size class
@@ -145,7 +124,7 @@ class CachingAllocator final : public Allocator {
   // cudaFree synchronises the device, which would invalidate the capture, so there the first
   // out-of-memory is reported as it is.
   void* malloc_with_retry(DevicePool& pool, size_t size, int device, size_t requested) {
-    DeviceScope scope(device);
+    DeviceScope scope(device, "cuda allocator");
     const bool capturing = pool.blocks.routed_to() != BlockPools::kSharedPool;
     void* block = nullptr;
     cudaError_t status = capture_safe_malloc(&block, size);
@@ -171,7 +150,7 @@ class CachingAllocator final : public Allocator {
   }
 
   void release_cached(DevicePool& pool, int device) {
-    DeviceScope scope(device);
+    DeviceScope scope(device, "cuda allocator");
     for (auto& [size, blocks] : pool.blocks.shared_free_blocks()) {
       // Each block leaves the cache before it is freed: if a cudaFree fails and throws, no
       // freed pointer is left behind to be handed out or freed again.

@@ -1,5 +1,6 @@
-// Unicode helpers for the tokenizers: UTF-8 decoding and encoding, the character classes
-// BERT's basic tokenizer splits on, lower-casing and accent stripping.
+// Unicode helpers for the tokenizers: UTF-8 decoding and encoding (unicode_utf8.cpp), the
+// character classes BERT's basic tokenizer splits on (unicode_classes.cpp), lower-casing
+// (unicode_case.cpp) and accent stripping (unicode_accents.cpp).
 #pragma once
 
 #include <cstddef>
