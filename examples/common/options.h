@@ -119,7 +119,7 @@ inline Device setup_run(const CommonOptions& options) {
   if (device.is_cuda() && distributed::world_size() > 1) device = Device::cuda(distributed::local_rank());
   train::set_threads(options.threads);
   manual_seed(options.seed);  // the same on every rank: the same weights, the same dropout stream
-  train::create_directory(options.out_dir);
+  nn::create_directory(options.out_dir);
   if (!distributed::is_main_process()) {
     EMBER_CHECK(std::freopen("/dev/null", "w", stdout) != nullptr, "rank {}: cannot silence standard output",
                 distributed::rank());
