@@ -25,9 +25,9 @@
 #include "core/device.h"
 #include "core/distributed/process_group.h"
 #include "core/random.h"
+#include "nn/io/atomic_file.h"
 #include "nn/train/device_option.h"
 #include "nn/train/precision_option.h"
-#include "nn/train/run_files.h"
 
 namespace ember::examples {
 
