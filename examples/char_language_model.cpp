@@ -25,6 +25,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "common/config_values.h"
 #include "common/options.h"
 #include "common/run_main.h"
 #include "ember.h"
@@ -110,11 +111,9 @@ Tensor training_batch(const std::vector<int64_t>& train_ids, int64_t step, const
 // targets to cross_entropy's ignore_index.
 struct ValidationWindows {
   Tensor inputs;   // int64 [windows, context]
-  Tensor targets;  // int64 [windows, context], ignore_index where not scored
+  Tensor targets;  // int64 [windows, context], kIgnoreIndex where not scored
   int64_t scored = 0;
 };
-
-constexpr int64_t kIgnore = -100;
 
 ValidationWindows validation_windows(const std::vector<int64_t>& ids, int64_t context) {
   const auto n = static_cast<int64_t>(ids.size());
@@ -128,7 +127,7 @@ ValidationWindows validation_windows(const std::vector<int64_t>& ids, int64_t co
     for (int64_t position = 0; position < context; ++position) {
       const int64_t target = start + position + 1;
       inputs.push_back(ids[start + position]);
-      targets.push_back(target >= next ? ids[target] : kIgnore);
+      targets.push_back(target >= next ? ids[target] : kIgnoreIndex);
       if (target >= next) ++scored;
     }
     next = start + context + 1;
@@ -150,7 +149,7 @@ double validation_loss(nn::CausalLanguageModel& model, const ValidationWindows& 
     const Tensor inputs = windows.inputs.narrow(0, first, rows).to(device);
     const Tensor targets = windows.targets.narrow(0, first, rows).to(device);
     const Tensor loss = nn::cross_entropy(model.forward(inputs), targets,
-                                          {.ignore_index = kIgnore, .reduction = Reduction::Sum});
+                                          {.ignore_index = kIgnoreIndex, .reduction = Reduction::Sum});
     total += loss.item<double>();
   }
   model.train(was_training);
@@ -213,7 +212,7 @@ nlohmann::json recipe_json(const Recipe& recipe, int64_t vocab_size) {
 }
 
 void write_json(const std::string& path, const nlohmann::json& json) {
-  train::write_file_atomically(path, json.dump(2) + "\n");
+  nn::write_file_atomically(path, json.dump(2) + "\n");
 }
 
 std::optional<nlohmann::json> read_json(const std::string& path) {
@@ -224,11 +223,6 @@ std::optional<nlohmann::json> read_json(const std::string& path) {
   } catch (const nlohmann::json::exception& error) {
     fail("{}: not valid JSON ({})", path, error.what());
   }
-}
-
-int64_t json_integer(const nlohmann::json& json, const std::string& key, const std::string& path) {
-  EMBER_CHECK(json.contains(key) && json[key].is_number_integer(), "{}: expected an integer '{}'", path, key);
-  return json[key].get<int64_t>();
 }
 
 std::string json_string(const nlohmann::json& json, const std::string& key, const std::string& path) {
@@ -256,13 +250,13 @@ void sample_from_saved_model(const examples::CommonOptions& common, const Sample
               common.out_dir, common.out_dir);
   const auto tokenizer = text::load_tokenizer(common.out_path("tokenizer.json"));
 
-  const Recipe recipe{.context = json_integer(*config, "context", config_path),
-                      .d_model = json_integer(*config, "d_model", config_path),
-                      .layers = json_integer(*config, "layers", config_path),
-                      .heads = json_integer(*config, "heads", config_path),
-                      .d_ff = json_integer(*config, "d_ff", config_path),
+  const Recipe recipe{.context = examples::config_integer(*config, "context", config_path),
+                      .d_model = examples::config_integer(*config, "d_model", config_path),
+                      .layers = examples::config_integer(*config, "layers", config_path),
+                      .heads = examples::config_integer(*config, "heads", config_path),
+                      .d_ff = examples::config_integer(*config, "d_ff", config_path),
                       .activation = json_string(*config, "activation", config_path)};
-  const int64_t vocab_size = json_integer(*config, "vocab_size", config_path);
+  const int64_t vocab_size = examples::config_integer(*config, "vocab_size", config_path);
   EMBER_CHECK(vocab_size == tokenizer->vocab_size(), "{}: the model has {} characters, tokenizer.json {}",
               config_path, vocab_size, tokenizer->vocab_size());
   nn::CausalLanguageModel model(model_options(recipe, vocab_size));
@@ -372,7 +366,7 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
                   "--resume: the run in {}/ was trained with another recipe: {}; resume with its options, or start "
                   "afresh without --resume",
                   common.out_dir, fmt::join(differences, ", "));
-      const int64_t planned = json_integer(*saved, "steps", config_path);
+      const int64_t planned = examples::config_integer(*saved, "steps", config_path);
       if (total_steps == 0) total_steps = planned;
       EMBER_CHECK(total_steps == planned, "--resume: the run in {}/ planned {} steps, not --steps {}",
                   common.out_dir, planned, total_steps);

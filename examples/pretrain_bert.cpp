@@ -129,30 +129,8 @@ std::vector<std::vector<int64_t>> tokenize_all(const text::WordPieceTokenizer& t
   return ids;
 }
 
-datasets::MaskingOptions masking(const text::WordPieceTokenizer& tokenizer, bool whole_words) {
-  // Random replacements come from the real word pieces, after the bracketed entries ([PAD],
-  // [unused*], [UNK], [CLS], [SEP], [MASK]) that come first: ids 0-998 in BERT's vocabulary,
-  // 0-4 in a pruned one.
-  int64_t first_real_piece = 0;
-  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
-    const std::string& token = tokenizer.id_to_token(id);
-    if (token.size() > 2 && token.front() == '[' && token.back() == ']') first_real_piece = id + 1;
-  }
-  // Whole words: a "##" piece carries on the word before it and is hidden with it.
-  std::vector<bool> continues_word;
-  if (whole_words) {
-    for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) continues_word.push_back(tokenizer.id_to_token(id).starts_with("##"));
-  }
-  return {.vocab_size = tokenizer.vocab_size(),
-          .first_random_id = std::min(first_real_piece, tokenizer.vocab_size() - 1),
-          .mask_id = tokenizer.token_to_id("[MASK]"),
-          .never_chosen = {tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]"),
-                           tokenizer.token_to_id("[PAD]")},
-          .continues_word = std::move(continues_word)};
-}
-
 // The text, packed: word-piece sequences and, with --polarity words, each one's polarity targets
-// (datasets::word_polarity_targets: 0 or 1 at the first piece of each lexicon word, -100 elsewhere).
+// (datasets::word_polarity_targets: 0 or 1 at the first piece of each lexicon word, kIgnoreIndex elsewhere).
 struct Sequences {
   std::vector<std::vector<int64_t>> ids;
   std::vector<std::vector<int64_t>> polarity;  // empty without --polarity words
@@ -160,6 +138,7 @@ struct Sequences {
 
 struct Batch {
   Tensor inputs, labels;  // [batch, T]
+  Tensor positions;       // the chosen positions, into the flattened [batch * T], found while masking
   // With polarity targets: the positions (into the flattened [batch * T]) of the lexicon words
   // scored, and their polarities. Undefined when the batch has none to score.
   Tensor polarity_positions, polarity_labels;
@@ -174,7 +153,8 @@ enum class PolarityScored { every_word, hidden_words };
 Batch masked_batch(const Sequences& sequences, const std::vector<int64_t>& rows, const datasets::MaskingOptions& options,
                    uint64_t seed, int64_t step, Device device, PolarityScored scored = PolarityScored::every_word) {
   const int64_t length = static_cast<int64_t>(sequences.ids.front().size());
-  std::vector<int64_t> inputs, labels, polarity_positions, polarity_labels;
+  datasets::MaskedBatch masked_rows;
+  std::vector<int64_t> polarity_positions, polarity_labels;
   for (size_t r = 0; r < rows.size(); ++r) {
     const uint64_t draw = seed * 0x100000001B3ull + static_cast<uint64_t>(step) * 1000003ull + r;
     const datasets::MaskedSequence masked = datasets::mask_for_mlm(sequences.ids[rows[r]], options, draw);
@@ -182,17 +162,19 @@ Batch masked_batch(const Sequences& sequences, const std::vector<int64_t>& rows,
       const std::vector<int64_t>& targets = sequences.polarity[rows[r]];
       for (int64_t t = 0; t < length; ++t) {
         const bool hidden = masked.inputs[t] != sequences.ids[rows[r]][t];
-        if (targets[t] != -100 && (scored == PolarityScored::every_word || hidden)) {
+        if (targets[t] != kIgnoreIndex && (scored == PolarityScored::every_word || hidden)) {
           polarity_positions.push_back(static_cast<int64_t>(r) * length + t);
           polarity_labels.push_back(targets[t]);
         }
       }
     }
-    inputs.insert(inputs.end(), masked.inputs.begin(), masked.inputs.end());
-    labels.insert(labels.end(), masked.labels.begin(), masked.labels.end());
+    masked_rows.append(masked);
   }
   const int64_t count = static_cast<int64_t>(rows.size());
-  Batch batch{tensor(inputs, {count, length}).to(device), tensor(labels, {count, length}).to(device), {}, {}};
+  const int64_t chosen = static_cast<int64_t>(masked_rows.positions.size());
+  Batch batch{tensor(masked_rows.inputs, {count, length}).to(device),
+              tensor(masked_rows.labels, {count, length}).to(device),
+              tensor(masked_rows.positions, {chosen}).to(device), {}, {}};
   if (!polarity_positions.empty()) {
     const int64_t scored_count = static_cast<int64_t>(polarity_positions.size());
     batch.polarity_positions = tensor(polarity_positions, {scored_count}).to(device);
@@ -212,7 +194,8 @@ Tensor polarity_logits(PretrainingModel& model, const Tensor& states, const Batc
 // `polarity_loss` for the log (undefined without one).
 Tensor pretraining_loss(PretrainingModel& model, const Batch& batch, double polarity_weight, Tensor& polarity_loss) {
   const Tensor states = model.mlm->bert->forward(batch.inputs);
-  Tensor loss = model.mlm->loss_from_states(states, batch.labels);  // the head at the chosen positions only
+  // The head at the chosen positions only.
+  Tensor loss = model.mlm->loss_from_states(states, batch.labels, batch.positions);
   polarity_loss = Tensor();
   if (model.polarity && batch.polarity_positions.defined()) {
     polarity_loss = cross_entropy(polarity_logits(model, states, batch), batch.polarity_labels);
@@ -251,7 +234,7 @@ HeldOut evaluate(PretrainingModel& model, const Sequences& sequences, const data
     }
     const Tensor logits = model.mlm->predictions(states);
     const Tensor flat_labels = batch.labels.reshape({-1});
-    const Tensor chosen = ne(flat_labels, -100.0);
+    const Tensor chosen = ne(flat_labels, static_cast<double>(kIgnoreIndex));
     const int64_t count = chosen.to(kInt64).sum().item<int64_t>();
     const Tensor flat_logits = logits.reshape({-1, logits.size(-1)});
     loss_sum += cross_entropy(flat_logits, flat_labels, {.reduction = Reduction::Sum}).item<double>();
@@ -307,7 +290,7 @@ void mark_polarity(const examples::CommonOptions& common, const text::WordPieceT
   }
   int64_t marked = 0, positive = 0;
   for (const auto& targets : train.polarity) {
-    marked += std::count_if(targets.begin(), targets.end(), [](int64_t t) { return t != -100; });
+    marked += std::count_if(targets.begin(), targets.end(), [](int64_t t) { return t != kIgnoreIndex; });
     positive += std::count(targets.begin(), targets.end(), 1);
   }
   fmt::print("polarity: {} words of AFINN-165 ({} phrases left out); {} words of the training text among them, "
@@ -474,7 +457,7 @@ int main(int argc, char** argv) {
                recipe.length, train_sequences.ids.size() * (recipe.length - 2), held_out_sequences.ids.size());
     EMBER_CHECK(!train_sequences.ids.empty() && !held_out_sequences.ids.empty(), "pretrain_bert: too little text for a "
                 "sequence of {} word pieces", recipe.length);
-    const datasets::MaskingOptions options = masking(tokenizer, recipe.masking == "words");
+    const datasets::MaskingOptions options = datasets::MaskingOptions::for_tokenizer(tokenizer, recipe.masking == "words");
     const bool with_polarity = recipe.polarity == "words";
     if (with_polarity) mark_polarity(common, tokenizer, train_sequences, held_out_sequences);
 

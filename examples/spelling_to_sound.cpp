@@ -191,7 +191,7 @@ nlohmann::json config_json(const Recipe& recipe, int64_t total_steps, int64_t lo
 }
 
 void write_json(const std::string& path, const nlohmann::json& document) {
-  train::write_file_atomically(path, document.dump(2) + "\n");
+  nn::write_file_atomically(path, document.dump(2) + "\n");
 }
 
 nlohmann::json read_json(const std::string& path) {

@@ -78,7 +78,7 @@ void save_recipe(const Recipe& recipe, const std::string& path) {
                                {"layers", recipe.layers},   {"d_ff", recipe.d_ff},
                                {"dropout", recipe.dropout}, {"max_tokens", recipe.max_tokens},
                                {"vocab_size", recipe.vocab_size}};
-  train::write_file_atomically(path, json.dump(2) + "\n");
+  nn::write_file_atomically(path, json.dump(2) + "\n");
 }
 
 Recipe load_recipe(const std::string& path) {

@@ -667,7 +667,7 @@ int main(int argc, char** argv) {
       nlohmann::json config = recipe.to_json();
       config["total_steps"] = total_steps;
       config["seed"] = common.seed;
-      train::write_file_atomically(config_path, config.dump(2) + "\n");
+      nn::write_file_atomically(config_path, config.dump(2) + "\n");
     }
     if (eval_every == 0) eval_every = std::max<int64_t>(1, total_steps / 10);
 
@@ -749,6 +749,6 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < greedy.size(); ++i) {
       table += fmt::format("{}\t{}\t{}\t{}\n", test_pairs.german[i], test_pairs.english[i], greedy[i], beam[i]);
     }
-    train::write_file_atomically(common.out_path("test_translations.tsv"), table);
+    nn::write_file_atomically(common.out_path("test_translations.tsv"), table);
   });
 }

@@ -25,6 +25,7 @@
 #include "nn/modules/module.h"
 #include "nn/optim/optimizer.h"
 #include "nn/modules/positional.h"
+#include "nn/io/atomic_file.h"
 #include "nn/io/safetensors.h"
 #include "nn/optim/sgd.h"
 #include "nn/models/transformer.h"

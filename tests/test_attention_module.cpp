@@ -301,3 +301,33 @@ TEST_CASE("MultiHeadAttention: errors name the module and the shapes") {
                         "either attn_mask or is_causal");
   CHECK_THROWS_WITH_ALL(attention.forward(Tensor(), x, x), name, "undefined");
 }
+
+TEST_CASE("split_heads and attend_heads: the heads' attention of MultiHeadAttention and BERT, written once") {
+  manual_seed(21);
+  const int64_t batch = 2, length = 5, heads = 3, head_dim = 4;
+  const Tensor x = randn({batch, length, heads * head_dim}, kFloat64);
+  const Tensor split = nn::split_heads(x, heads);
+  CHECK(split.sizes() == Shape{batch, heads, length, head_dim});
+  CHECK(split.select(1, 2).select(1, 3).to_vector<double>() ==
+        x.select(1, 3).narrow(1, 2 * head_dim, head_dim).contiguous().view({batch, head_dim}).to_vector<double>());
+
+  const Tensor q = nn::split_heads(randn({batch, length, heads * head_dim}, kFloat64), heads);
+  const Tensor k = nn::split_heads(randn({batch, 7, heads * head_dim}, kFloat64), heads);
+  const Tensor v = nn::split_heads(randn({batch, 7, heads * head_dim}, kFloat64), heads);
+  const Tensor padding = tensor({true, true, true, true, true, false, false,  //
+                                 true, true, true, true, true, true, true},
+                                {batch, 1, 1, 7});
+  const AttentionOptions options{.attn_mask = padding};
+  // Each head attended alone, then the heads side by side: what attend_heads merges.
+  const AttentionResult reference = scaled_dot_product_attention_with_weights(q, k, v, options);
+  const Tensor merged = reference.output.transpose(1, 2).reshape({batch, length, heads * head_dim});
+  Tensor weights;
+  const Tensor with_weights = nn::attend_heads(q, k, v, options, &weights);
+  const Tensor fused = nn::attend_heads(q, k, v, options);
+  CHECK(with_weights.sizes() == Shape{batch, length, heads * head_dim});
+  check_close(with_weights, merged, 0, 0);
+  check_close(fused, merged, 1e-12, 0);
+  check_close(weights, reference.weights, 0, 0);
+  CHECK(weights.sizes() == Shape{batch, heads, length, 7});
+  CHECK(max_abs(weights.select(0, 0).narrow(-1, 5, 2)) == 0.0);  // the padded keys
+}

@@ -1,5 +1,6 @@
-// examples::config_integer, with which the examples read their sizes back from config.json: a
-// JSON integer within int64_t, or an ember::Error naming the file and the key.
+// examples::config_integer, with which the examples read their sizes back from config.json (through
+// the library's JsonObjectReader): a JSON integer within int64_t, or an ember::Error naming the file
+// and the key.
 #include <nlohmann/json.hpp>
 
 #include "../examples/common/config_values.h"
@@ -27,6 +28,9 @@ TEST_CASE("config_integer reads a JSON integer and refuses every other value, na
   CHECK_THROWS_WITH_ALL(examples::config_integer(deep, "layers", "config.json"), "'layers'", "not a JSON array");
   CHECK_THROWS_WITH_ALL(examples::config_integer(config, "layers", "config.json"), "config.json", "'layers'",
                         "missing");
-  CHECK_THROWS_WITH_ALL(examples::config_integer(nlohmann::json::array(), "layers", "config.json"), "'layers'",
-                        "missing");
+  CHECK_THROWS_WITH_ALL(examples::config_integer(nlohmann::json::array(), "layers", "config.json"), "config.json",
+                        "not a JSON array");
+  // A whole number written as a float is a float, as Python's json module reads it.
+  CHECK_THROWS_WITH_ALL(examples::config_integer(nlohmann::json::parse(R"({"heads": 4.0})"), "heads", "config.json"),
+                        "'heads'", "should be an integer, not 4.0");
 }

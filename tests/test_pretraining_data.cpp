@@ -68,12 +68,12 @@ TEST_CASE("mask_for_mlm: 15% chosen, of which 80% [MASK], 10% random, 10% kept; 
   for (size_t i = 0; i < ids.size(); ++i) {
     const bool structural = ids[i] == kCls || ids[i] == kSep;
     if (structural) {
-      CHECK(masked.labels[i] == -100);
+      CHECK(masked.labels[i] == kIgnoreIndex);
       CHECK(masked.inputs[i] == ids[i]);
       continue;
     }
     ++text;
-    if (masked.labels[i] == -100) {
+    if (masked.labels[i] == kIgnoreIndex) {
       CHECK(masked.inputs[i] == ids[i]);  // not chosen: untouched
       continue;
     }
@@ -111,7 +111,7 @@ TEST_CASE("mask_for_mlm: the seed alone decides which positions are chosen and h
   no_specials.never_chosen = {};
   no_specials.choose = 1.0;
   const auto all = datasets::mask_for_mlm(ids, no_specials, 7);
-  CHECK(std::count(all.labels.begin(), all.labels.end(), -100) == 0);
+  CHECK(std::count(all.labels.begin(), all.labels.end(), kIgnoreIndex) == 0);
 }
 
 TEST_CASE("mask_for_mlm: probabilities that are not, and an empty random range, are errors") {
@@ -142,20 +142,20 @@ TEST_CASE("mask_for_mlm: whole words, a word's pieces are chosen together or not
   for (size_t i = 0; i < ids.size(); ++i) {
     const bool structural = ids[i] == kCls || ids[i] == kSep;
     if (structural) {
-      CHECK(masked.labels[i] == -100);
+      CHECK(masked.labels[i] == kIgnoreIndex);
       continue;
     }
     ++text;
-    chosen += masked.labels[i] != -100;
+    chosen += masked.labels[i] != kIgnoreIndex;
     const bool starts_word = !continues_word[static_cast<size_t>(ids[i])] || ids[i - 1] == kCls || ids[i - 1] == kSep;
     if (starts_word) {
       ++words;
-      chosen_words += masked.labels[i] != -100;
+      chosen_words += masked.labels[i] != kIgnoreIndex;
     } else {
       // A continuation piece shares its word's fate: chosen exactly when the piece before is.
-      CHECK((masked.labels[i] != -100) == (masked.labels[i - 1] != -100));
+      CHECK((masked.labels[i] != kIgnoreIndex) == (masked.labels[i - 1] != kIgnoreIndex));
     }
-    if (masked.labels[i] != -100) CHECK(masked.labels[i] == ids[i]);
+    if (masked.labels[i] != kIgnoreIndex) CHECK(masked.labels[i] == ids[i]);
   }
   CHECK(static_cast<double>(chosen_words) / words == doctest::Approx(0.15).epsilon(0.05));
   CHECK(static_cast<double>(chosen) / text == doctest::Approx(0.15).epsilon(0.08));
@@ -163,7 +163,7 @@ TEST_CASE("mask_for_mlm: whole words, a word's pieces are chosen together or not
   const std::vector<int64_t> cut = {kCls, 25, 26, kSep};
   options.choose = 1.0;
   const auto all = datasets::mask_for_mlm(cut, options, 3);
-  CHECK(all.labels == std::vector<int64_t>{-100, 25, 26, -100});
+  CHECK(all.labels == std::vector<int64_t>{kIgnoreIndex, 25, 26, kIgnoreIndex});
 
   CHECK_THROWS_WITH_AS(datasets::mask_for_mlm(cut, {.vocab_size = 50, .continues_word = continues_word}, 0),
                        doctest::Contains("continues_word has 40 entries for a vocabulary of 50"), Error);
@@ -208,10 +208,10 @@ TEST_CASE("word_polarity_targets: the first piece of each lexicon word, whole wo
   // ("[", "unk", "]") and never matches the piece [UNK].
   const auto sequence = ids({"##ing", "[CLS]", "the", "food", "was", "dis", "##gust", "##ing", ",", "not", "good",
                              "[UNK]", "dis", "bad", "[SEP]"});
-  const std::vector<int64_t> expected = {-100, -100, -100, -100, -100, 0, -100, -100, -100, -100, 1, -100, 0, 0, -100};
+  const std::vector<int64_t> expected = {kIgnoreIndex, kIgnoreIndex, kIgnoreIndex, kIgnoreIndex, kIgnoreIndex, 0, kIgnoreIndex, kIgnoreIndex, kIgnoreIndex, kIgnoreIndex, 1, kIgnoreIndex, 0, 0, kIgnoreIndex};
   CHECK(datasets::word_polarity_targets(sequence, tokenizer, lexicon) == expected);
   // A word cut by the sequence's end is read as far as it goes: "dis ##gust" is not in the lexicon.
-  CHECK(datasets::word_polarity_targets(ids({"dis", "##gust"}), tokenizer, lexicon) == std::vector<int64_t>{-100, -100});
+  CHECK(datasets::word_polarity_targets(ids({"dis", "##gust"}), tokenizer, lexicon) == std::vector<int64_t>{kIgnoreIndex, kIgnoreIndex});
   CHECK(datasets::word_polarity_targets({}, tokenizer, lexicon).empty());
 }
 
@@ -231,6 +231,69 @@ TEST_CASE("read_polarity_lexicon: a missing file, bad JSON, a bad score and a co
                        Error);
   CHECK_THROWS_WITH_AS(read(R"({"good": "yes"})"), doctest::Contains("got \"yes\""), Error);
   CHECK_THROWS_WITH_AS(read(R"({"good": 2.5})"), doctest::Contains("got 2.5"), Error);
+  // Scores go through the library's one integer conversion: no float is cast, whole or not.
+  CHECK_THROWS_WITH_AS(read(R"({"good": 3.0})"), doctest::Contains("got 3.0"), Error);
+  CHECK_THROWS_WITH_AS(read(R"({"good": 1e300})"), doctest::Contains("got 1e+300"), Error);
+  CHECK_THROWS_WITH_AS(read(R"({"good": 9223372036854775808})"), doctest::Contains("got 9223372036854775808"), Error);
+  CHECK_THROWS_WITH_AS(read(R"({"good": [3]})"), doctest::Contains("got a JSON array"), Error);
+  CHECK_THROWS_WITH_AS(read("{\"good\": " + std::string(100'000, '[') + std::string(100'000, ']') + "}"),
+                       doctest::Contains("nested deeper than"), Error);
   CHECK_THROWS_WITH_AS(read(R"({"Good": 3, "good": -2})"), doctest::Contains("opposite polarities"), Error);
   CHECK_THROWS_WITH_AS(read(R"({"meh": 0, "cool stuff": 2})"), doctest::Contains("no word with a polarity"), Error);
+}
+
+TEST_CASE("MaskingOptions::for_tokenizer: [MASK], the structural ids and the random range from the tokenizer") {
+  // Bracketed entries first, as in BERT's vocabulary: [PAD] [UNK] [CLS] [SEP] [MASK] and two
+  // placeholders; the first real piece is id 7.
+  const text::WordPieceTokenizer tokenizer({"[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused1]",
+                                            "the", "dis", "##gust", "##ing", "good", "#", "##"});
+  const datasets::MaskingOptions pieces = datasets::MaskingOptions::for_tokenizer(tokenizer);
+  CHECK(pieces.vocab_size == 14);
+  CHECK(pieces.mask_id == 5);
+  CHECK(pieces.first_random_id == 7);
+  CHECK(pieces.never_chosen == std::vector<int64_t>{3, 4, 0});  // [CLS], [SEP], [PAD]
+  CHECK(pieces.continues_word.empty());
+  CHECK(pieces.choose == 0.15);
+  const datasets::MaskingOptions words = datasets::MaskingOptions::for_tokenizer(tokenizer, /*whole_words=*/true);
+  // "##gust" and "##ing" carry on a word; "#" and "##" alone do not (neither does encode make them so).
+  const std::vector<bool> expected = {false, false, false, false, false, false, false,
+                                      false, false, true,  true,  false, false, false};
+  CHECK(words.continues_word == expected);
+
+  // Without [PAD] it is not among the never chosen; without [MASK] there is nothing to mask with.
+  const text::WordPieceTokenizer no_pad({"[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##b"});
+  CHECK(datasets::MaskingOptions::for_tokenizer(no_pad).never_chosen == std::vector<int64_t>{1, 2});
+  CHECK(datasets::MaskingOptions::for_tokenizer(no_pad).first_random_id == 4);
+  CHECK_THROWS_WITH_AS(datasets::MaskingOptions::for_tokenizer(text::WordPieceTokenizer({"[UNK]", "a"})),
+                       doctest::Contains("has no [MASK]"), Error);
+  CHECK_THROWS_WITH_AS(datasets::MaskingOptions::for_tokenizer(text::WordPieceTokenizer({"[UNK]", "[MASK]"})),
+                       doctest::Contains("no piece after its bracketed entries"), Error);
+}
+
+TEST_CASE("MaskedBatch stacks masked rows and finds the chosen positions once, on the host") {
+  datasets::MaskedBatch batch;
+  batch.append({{1, 9, 3, 2}, {kIgnoreIndex, 9, kIgnoreIndex, kIgnoreIndex}});
+  batch.append({{1, 3, 3, 2}, {kIgnoreIndex, 7, 8, kIgnoreIndex}});
+  CHECK(batch.rows == 2);
+  CHECK(batch.length == 4);
+  CHECK(batch.inputs == std::vector<int64_t>{1, 9, 3, 2, 1, 3, 3, 2});
+  CHECK(batch.labels == std::vector<int64_t>{kIgnoreIndex, 9, kIgnoreIndex, kIgnoreIndex, kIgnoreIndex, 7, 8,
+                                             kIgnoreIndex});
+  CHECK(batch.positions == std::vector<int64_t>{1, 5, 6});
+  CHECK_THROWS_WITH_AS(batch.append({{1, 2}, {kIgnoreIndex, kIgnoreIndex}}),
+                       doctest::Contains("a sequence of 2 ids in a batch of rows of 4"), Error);
+  CHECK_THROWS_WITH_AS(batch.append({{1, 2, 3, 4}, {kIgnoreIndex}}), doctest::Contains("4 inputs but 1 labels"), Error);
+  // With a tokenizer's masking, the positions are those mask_for_mlm chose.
+  const text::WordPieceTokenizer tokenizer({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "d"});
+  const datasets::MaskingOptions options = datasets::MaskingOptions::for_tokenizer(tokenizer);
+  datasets::MaskedBatch masked;
+  std::vector<int64_t> expected;
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    const datasets::MaskedSequence sequence = datasets::mask_for_mlm({2, 5, 6, 7, 8, 5, 6, 7, 8, 3}, options, seed);
+    for (int64_t t = 0; t < 10; ++t) {
+      if (sequence.labels[static_cast<size_t>(t)] != kIgnoreIndex) expected.push_back(masked.rows * 10 + t);
+    }
+    masked.append(sequence);
+  }
+  CHECK(masked.positions == expected);
 }

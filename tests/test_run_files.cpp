@@ -8,6 +8,7 @@
 
 #include "helpers.h"
 #include "scratch_files.h"
+#include "nn/io/atomic_file.h"
 #include "nn/train/run_files.h"
 
 using namespace ember;
@@ -40,9 +41,9 @@ struct TinyRun {
 TEST_CASE("write_file_atomically writes, replaces, creates the directory and leaves no temporary file") {
   ScratchDir scratch("atomic_write");
   const std::string path = scratch.file("out/run/notes.txt");
-  train::write_file_atomically(path, "first");
+  nn::write_file_atomically(path, "first");
   CHECK(read_text_file(path) == "first");
-  train::write_file_atomically(path, std::string("second\0binary", 13));
+  nn::write_file_atomically(path, std::string("second\0binary", 13));
   CHECK(read_text_file(path) == std::string("second\0binary", 13));
   CHECK(names_in(scratch.dir() / "out/run") == std::vector<std::string>{"notes.txt"});
 }
@@ -51,7 +52,7 @@ TEST_CASE("a failed atomic write throws naming the path and leaves no temporary 
   ScratchDir scratch("atomic_fail");
   std::filesystem::create_directories(scratch.dir() / "taken");
   // A directory where the file should go: the rename fails after the temporary was written.
-  CHECK_THROWS_WITH_ALL(train::write_file_atomically(scratch.file("taken"), "x"), "write_file_atomically",
+  CHECK_THROWS_WITH_ALL(nn::write_file_atomically(scratch.file("taken"), "x"), "write_file_atomically",
                         "taken");
   CHECK(names_in(scratch.dir()) == std::vector<std::string>{"taken"});
   CHECK(names_in(scratch.dir() / "taken").empty());
@@ -59,11 +60,11 @@ TEST_CASE("a failed atomic write throws naming the path and leaves no temporary 
 
 TEST_CASE("create_directory makes nested directories and refuses a file in the way") {
   ScratchDir scratch("create_directory");
-  train::create_directory(scratch.file("a/b/c"));
+  nn::create_directory(scratch.file("a/b/c"));
   CHECK(std::filesystem::is_directory(scratch.dir() / "a/b/c"));
-  train::create_directory(scratch.file("a/b/c"));  // already there: fine
-  train::write_file_atomically(scratch.file("file"), "x");
-  CHECK_THROWS_WITH_ALL(train::create_directory(scratch.file("file")), "create_directory", "file");
+  nn::create_directory(scratch.file("a/b/c"));  // already there: fine
+  nn::write_file_atomically(scratch.file("file"), "x");
+  CHECK_THROWS_WITH_ALL(nn::create_directory(scratch.file("file")), "create_directory", "file");
 }
 
 TEST_CASE("resume_from says there is nothing to resume, or restores the saved run and its step") {
@@ -97,7 +98,7 @@ TEST_CASE("resume_from says there is nothing to resume, or restores the saved ru
 TEST_CASE("resume_from refuses a file that is not a checkpoint, naming it") {
   ScratchDir scratch("resume_corrupt");
   const std::string path = scratch.file("checkpoint.safetensors");
-  train::write_file_atomically(path, "not a checkpoint");
+  nn::write_file_atomically(path, "not a checkpoint");
   TinyRun run;
   CHECK_THROWS_WITH_ALL(train::resume_from(path, run.model, run.optimizer, nullptr), "checkpoint.safetensors");
 }

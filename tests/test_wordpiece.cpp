@@ -353,3 +353,23 @@ TEST_CASE("save_vocab_txt writes what from_vocab_txt reads, and refuses a token 
   CHECK_THROWS_WITH_ALL(broken.save_vocab_txt(dir.file("broken.txt")), "save_vocab_txt", "token 1", "line break");
   CHECK(!std::filesystem::exists(dir.file("broken.txt")));
 }
+
+TEST_CASE("is_continuation and is_bracketed tell a piece's kind from its id, as encode and decode use it") {
+  const WordPieceTokenizer tokenizer({"[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff",
+                                      "##able", "#", "##", "[", "]"});
+  const Pieces kinds = tokenizer.tokenize("unaffable");
+  CHECK(kinds == Pieces{"un", "##aff", "##able"});
+  std::vector<bool> continuation, bracketed;
+  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    continuation.push_back(tokenizer.is_continuation(id));
+    bracketed.push_back(tokenizer.is_bracketed(id));
+  }
+  // "##" alone and "#" are word-start pieces: decode glues only a "##" piece with text after it.
+  CHECK(continuation ==
+        std::vector<bool>{false, false, false, false, false, false, false, true, true, false, false, false, false});
+  CHECK(bracketed ==
+        std::vector<bool>{true, true, true, true, true, true, false, false, false, false, false, false, false});
+  CHECK(tokenizer.decode({6, 7, 8}) == "unaffable");
+  CHECK_THROWS_WITH_ALL(tokenizer.is_continuation(13), "13");
+  CHECK_THROWS_WITH_ALL(tokenizer.is_bracketed(-1), "-1");
+}

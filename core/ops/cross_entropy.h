@@ -22,8 +22,12 @@ extern KernelTable<void(const Tensor& grad_logits, const Tensor& row_scale, cons
 
 enum class Reduction { None, Mean, Sum };
 
+// The target that contributes nothing to a loss (PyTorch's -100): what a label is where nothing is
+// predicted (a masked-LM label at an unchosen position, padding).
+inline constexpr int64_t kIgnoreIndex = -100;
+
 struct CrossEntropyOptions {
-  int64_t ignore_index = -100;  // targets equal to it contribute nothing (and no gradient)
+  int64_t ignore_index = kIgnoreIndex;  // targets equal to it contribute nothing (and no gradient)
   double label_smoothing = 0.0;  // in [0, 1]: mixes the one-hot target with uniform
   Reduction reduction = Reduction::Mean;  // Mean divides by the number of non-ignored targets
 };

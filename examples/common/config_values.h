@@ -1,28 +1,21 @@
-// The sizes and counts an example reads back from its config.json: checked to be JSON integers
-// that fit int64_t, since nlohmann-json converts a float such as 1e300 to an integer with a plain
-// cast, which is undefined behaviour when the value does not fit.
+// The sizes and counts an example reads back from its config.json, through the library's checked
+// JSON reader (nn/io/json_reader.h): a JSON integer that fits int64_t, never a float cast to one
+// (1e300 as int64_t would be undefined behaviour).
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/error.h"
+#include "nn/io/json_reader.h"
 
 namespace ember::examples {
 
-// object[key] as int64_t. A missing key, or a value that is not an integer within int64_t
-// (a float, a string, 2^63 or more), throws ember::Error naming the file and the key.
+// object[key] as int64_t. An `object` that is not a JSON object, a missing key, or a value that is
+// not an integer within int64_t (a float such as 64.0 or 1e300, a string, 2^63 or more) throws
+// ember::Error naming the file and the key.
 inline int64_t config_integer(const nlohmann::json& object, const std::string& key, const std::string& path) {
-  EMBER_CHECK(object.is_object() && object.contains(key), "{}: key '{}' is missing", path, key);
-  const nlohmann::json& value = object.at(key);
-  const bool fits =
-      value.is_number_unsigned() ? value.get<uint64_t>() <= uint64_t(INT64_MAX) : value.is_number_integer();
-  // A number or string is shown as written; an array or object only by its kind, since writing
-  // back a value nested a hundred thousand levels deep would recurse as deeply.
-  EMBER_CHECK(fits, "{}: key '{}' should be an integer, not {}", path, key,
-              value.is_primitive() ? value.dump() : std::string("a JSON ") + value.type_name());
-  return value.get<int64_t>();
+  return JsonObjectReader(object, path, "config_integer").integer_at(key);
 }
 
 }  // namespace ember::examples

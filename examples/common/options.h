@@ -25,9 +25,9 @@
 #include "core/device.h"
 #include "core/distributed/process_group.h"
 #include "core/random.h"
+#include "nn/io/atomic_file.h"
 #include "nn/train/device_option.h"
 #include "nn/train/precision_option.h"
-#include "nn/train/run_files.h"
 
 namespace ember::examples {
 
@@ -119,7 +119,7 @@ inline Device setup_run(const CommonOptions& options) {
   if (device.is_cuda() && distributed::world_size() > 1) device = Device::cuda(distributed::local_rank());
   train::set_threads(options.threads);
   manual_seed(options.seed);  // the same on every rank: the same weights, the same dropout stream
-  train::create_directory(options.out_dir);
+  nn::create_directory(options.out_dir);
   if (!distributed::is_main_process()) {
     EMBER_CHECK(std::freopen("/dev/null", "w", stdout) != nullptr, "rank {}: cannot silence standard output",
                 distributed::rank());

@@ -2,6 +2,7 @@
 #include "nn/data/masked_lm.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.h"
 
@@ -27,6 +28,46 @@ std::vector<std::vector<int64_t>> pack_sequences(const std::vector<std::vector<i
     for (const int64_t id : documents[d]) add(id);
   }
   return sequences;
+}
+
+MaskingOptions MaskingOptions::for_tokenizer(const text::WordPieceTokenizer& tokenizer, bool whole_words) {
+  const std::optional<int64_t> mask = tokenizer.mask_id();
+  EMBER_CHECK(mask.has_value(), "MaskingOptions::for_tokenizer: the vocabulary of {} pieces has no [MASK]",
+              tokenizer.vocab_size());
+  // Random replacements come from the real word pieces, after the bracketed entries ([PAD],
+  // [unused*], [UNK], [CLS], [SEP], [MASK]) that come first.
+  int64_t first_real_piece = 0;
+  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (tokenizer.is_bracketed(id)) first_real_piece = id + 1;
+  }
+  EMBER_CHECK(first_real_piece < tokenizer.vocab_size(), "MaskingOptions::for_tokenizer: the vocabulary of {} pieces "
+              "has no piece after its bracketed entries to draw random replacements from", tokenizer.vocab_size());
+  MaskingOptions options;
+  options.vocab_size = tokenizer.vocab_size();
+  options.first_random_id = first_real_piece;
+  options.mask_id = *mask;
+  for (const std::optional<int64_t> structural : {tokenizer.cls_id(), tokenizer.sep_id(), tokenizer.pad_id()}) {
+    if (structural) options.never_chosen.push_back(*structural);
+  }
+  if (whole_words) {
+    options.continues_word.reserve(static_cast<size_t>(tokenizer.vocab_size()));
+    for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) options.continues_word.push_back(tokenizer.is_continuation(id));
+  }
+  return options;
+}
+
+void MaskedBatch::append(const MaskedSequence& sequence) {
+  const int64_t size = static_cast<int64_t>(sequence.inputs.size());
+  EMBER_CHECK(sequence.labels.size() == sequence.inputs.size(), "MaskedBatch::append: {} inputs but {} labels", size,
+              sequence.labels.size());
+  if (rows == 0) length = size;
+  EMBER_CHECK(size == length, "MaskedBatch::append: a sequence of {} ids in a batch of rows of {}", size, length);
+  for (int64_t t = 0; t < size; ++t) {
+    if (sequence.labels[static_cast<size_t>(t)] != kIgnoreIndex) positions.push_back(rows * length + t);
+  }
+  inputs.insert(inputs.end(), sequence.inputs.begin(), sequence.inputs.end());
+  labels.insert(labels.end(), sequence.labels.begin(), sequence.labels.end());
+  ++rows;
 }
 
 namespace {
@@ -57,7 +98,7 @@ MaskedSequence mask_for_mlm(const std::vector<int64_t>& ids, const MaskingOption
   EMBER_CHECK(!whole_words || static_cast<int64_t>(options.continues_word.size()) == options.vocab_size,
               "mask_for_mlm: continues_word has {} entries for a vocabulary of {}", options.continues_word.size(),
               options.vocab_size);
-  MaskedSequence out{ids, std::vector<int64_t>(ids.size(), -100)};
+  MaskedSequence out{ids, std::vector<int64_t>(ids.size(), kIgnoreIndex)};
   uint64_t state = seed;
   bool word_chosen = false;        // whether the word the current piece belongs to is chosen
   bool after_structure = true;     // the piece before was [CLS], [SEP] or [PAD], or there was none

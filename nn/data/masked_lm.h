@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/ops/cross_entropy.h"
+#include "nn/text/wordpiece.h"
+
 namespace ember::datasets {
 
 // Packs the documents' word pieces, one after another with [SEP] between documents, into
@@ -32,11 +35,34 @@ struct MaskingOptions {
   // it, "disappoint" beside a visible "##ing" is guessed from the spelling, not from the
   // sentence. Indexed by id, so its size must be vocab_size.
   std::vector<bool> continues_word;
+
+  // BERT's masking of `tokenizer`'s ids: its [MASK] as mask_id (which the vocabulary must have);
+  // its [CLS], [SEP] and [PAD] never chosen; random replacements from the pieces after the last
+  // bracketed entry (WordPieceTokenizer::is_bracketed: ids 999 on in BERT's vocabulary, past its
+  // [unusedN] placeholders); with whole_words, continues_word from the tokenizer's continuation
+  // pieces. Throws ember::Error when the vocabulary has no [MASK] or no piece after its bracketed
+  // entries.
+  static MaskingOptions for_tokenizer(const text::WordPieceTokenizer& tokenizer, bool whole_words = false);
 };
 
 struct MaskedSequence {
   std::vector<int64_t> inputs;  // what the model reads
-  std::vector<int64_t> labels;  // the original piece where chosen, -100 (ignored) elsewhere
+  std::vector<int64_t> labels;  // the original piece where chosen, kIgnoreIndex elsewhere
+};
+
+// Masked sequences of one length stacked row by row into a batch, on the host, with the positions
+// the loss is taken at: found here, while the batch is built, so that the training step never
+// reads the labels back from the device (nn::BertForMaskedLM::loss_from_states takes them).
+struct MaskedBatch {
+  int64_t rows = 0;
+  int64_t length = 0;              // of every row: the first one's
+  std::vector<int64_t> inputs;     // [rows * length]
+  std::vector<int64_t> labels;     // [rows * length]
+  std::vector<int64_t> positions;  // where labels is not kIgnoreIndex, into the flattened [rows * length]
+
+  // Appends `sequence` as the next row. Throws ember::Error when its length differs from the
+  // first row's, or its inputs and labels differ in length.
+  void append(const MaskedSequence& sequence);
 };
 
 // Chooses and corrupts positions of `ids` with draws determined by `seed` alone, so a run is

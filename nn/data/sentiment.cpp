@@ -5,9 +5,11 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.h"
 #include "nn/data/data_files.h"
+#include "nn/io/json_reader.h"
 
 namespace ember::datasets {
 
@@ -29,12 +31,11 @@ bool parse_record(const json& record, LabelledText& out) {
   const auto text = record.find("text");
   const auto label = record.find("class");
   if (text == record.end() || !text->is_string() || label == record.end()) return false;
-  if (!label->is_number_integer()) return false;
-  const int64_t value = label->get<int64_t>();
+  const std::optional<int64_t> value = json_to_int64(*label);
   if (value != 0 && value != 1) return false;
   const std::string& sentence = text->get_ref<const std::string&>();
   if (sentence.find_first_not_of(" \t\r\n") == std::string::npos) return false;
-  out = {sentence, value};
+  out = {sentence, *value};
   return true;
 }
 

@@ -37,10 +37,11 @@ PolarityLexicon read_polarity_lexicon(const std::string& path, const text::WordP
 PolarityLexicon load_afinn(const std::string& data_dir, const text::WordPieceTokenizer& tokenizer);
 
 // The polarity targets of a sequence of word-piece ids: at the first piece of each word the
-// lexicon knows, its polarity (0 or 1); -100 (ignored) everywhere else. A word is a piece that
-// does not start with "##" and the "##" pieces right after it ([CLS], [SEP] and [UNK] never
-// match: the lexicon's words hold no brackets); "##" pieces at the start of the sequence finish
-// a word the sequence before began, so they are skipped.
+// lexicon knows, its polarity (0 or 1); kIgnoreIndex everywhere else. A word is a piece that
+// does not continue a word and the continuation pieces right after it
+// (WordPieceTokenizer::is_continuation; [CLS], [SEP] and [UNK] never match: the lexicon's words
+// hold no brackets); continuation pieces at the start of the sequence finish a word the sequence
+// before began, so they are skipped.
 std::vector<int64_t> word_polarity_targets(const std::vector<int64_t>& ids, const text::WordPieceTokenizer& tokenizer,
                                            const PolarityLexicon& lexicon);
 

@@ -20,7 +20,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/ops/copy.h"
-#include "nn/io/json_nesting.h"
+#include "nn/io/json_reader.h"
 
 namespace ember::nn {
 
@@ -161,10 +161,9 @@ Shape parse_shape(const json& info, const std::string& name, const std::string& 
   // fit in int64, or the tensor's strides would overflow.
   int64_t stride_product = 1;
   for (const json& size : *it) {
-    const bool fits = size.is_number_unsigned() ? size.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max())
-                                                : size.is_number_integer();
-    if (!fits) corrupt(path, fmt::format("tensor '{}' has shape entry {}; expected an integer", name, size.dump()));
-    const int64_t value = size.get<int64_t>();
+    const std::optional<int64_t> integer = json_to_int64(size);
+    if (!integer) corrupt(path, fmt::format("tensor '{}' has shape entry {}; expected an integer", name, size.dump()));
+    const int64_t value = *integer;
     if (value < 0) corrupt(path, fmt::format("tensor '{}' has negative size {} in its shape", name, value));
     if (__builtin_mul_overflow(stride_product, std::max<int64_t>(value, 1), &stride_product)) {
       corrupt(path, fmt::format("tensor '{}' has a shape {} whose element count overflows", name, it->dump()));
@@ -182,13 +181,15 @@ TensorEntry parse_entry(const std::string& name, const json& info, const std::st
   TensorEntry entry{name, parse_dtype(info, name, path), parse_shape(info, name, path), 0, 0};
 
   const auto offsets = info.find("data_offsets");
-  if (offsets == info.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
-      !(*offsets)[1].is_number_unsigned()) {
+  const bool pair = offsets != info.end() && offsets->is_array() && offsets->size() == 2;
+  const std::optional<uint64_t> begin = pair ? json_to_uint64((*offsets)[0]) : std::nullopt;
+  const std::optional<uint64_t> end = pair ? json_to_uint64((*offsets)[1]) : std::nullopt;
+  if (!begin || !end) {
     corrupt(path, fmt::format("tensor '{}' needs \"data_offsets\" as two non-negative integers, got {}", name,
                               offsets == info.end() ? std::string("nothing") : offsets->dump()));
   }
-  entry.begin = (*offsets)[0].get<uint64_t>();
-  entry.end = (*offsets)[1].get<uint64_t>();
+  entry.begin = *begin;
+  entry.end = *end;
   if (entry.begin > entry.end) {
     corrupt(path, fmt::format("tensor '{}' has data_offsets [{}, {}] that end before they begin", name, entry.begin,
                               entry.end));

@@ -1,15 +1,23 @@
-// Activation modules (ReLU, GELU, Softmax) and the Activation choice that FeedForward and the
-// transformer layers take.
+// Activation modules (ReLU, GELU, Softmax) and the Activation choice that FeedForward, the
+// transformer layers and BERT take.
 #pragma once
+
+#include <string>
 
 #include "core/ops/unary.h"
 #include "nn/modules/unary_module.h"
 
 namespace ember::nn {
 
-enum class Activation { ReLU, GELU };
-// relu(x) or the exact gelu(x).
+// GELU is the exact erf form; GELUTanh its tanh approximation (torch's approximate='tanh').
+enum class Activation { ReLU, GELU, GELUTanh };
+// relu(x), the exact gelu(x) or gelu(x, GeluApproximation::Tanh).
 Tensor activate(Activation activation, const Tensor& x);
+
+// The activation a Hugging Face config names (its "hidden_act"): "relu", "gelu" (the exact form),
+// "gelu_new" or "gelu_pytorch_tanh" (both the tanh form). Any other name throws ember::Error
+// naming `key` (the config's key, for the message) and the names it knows.
+Activation activation_from_name(const std::string& name, const std::string& key = "activation");
 
 class ReLU : public UnaryModule {
  public:

@@ -1,5 +1,5 @@
-// MultiHeadAttention: projections, head split and merge, mask merging, and core's scaled
-// dot-product attention in between.
+// MultiHeadAttention: projections, mask merging, and the heads' split, scaled dot-product
+// attention and merge (attend_heads, which BERT's layer shares).
 #include "nn/modules/attention.h"
 
 #include <cmath>
@@ -14,6 +14,25 @@
 #include "nn/modules/init.h"
 
 namespace ember::nn {
+
+Tensor split_heads(const Tensor& x, int64_t num_heads) {
+  return x.view({x.size(0), x.size(1), num_heads, x.size(2) / num_heads}).transpose(1, 2);
+}
+
+Tensor attend_heads(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
+                    Tensor* weights) {
+  Tensor output;
+  if (weights != nullptr) {
+    AttentionResult result = scaled_dot_product_attention_with_weights(q, k, v, options);
+    output = result.output;
+    *weights = result.weights;
+  } else {
+    output = scaled_dot_product_attention(q, k, v, options);
+  }
+  // The fused kernels lay the output out as q, [batch, L, heads, head_dim]: no copy here.
+  const int64_t batch = output.size(0), heads = output.size(1), length = output.size(2), head_dim = output.size(3);
+  return output.transpose(1, 2).reshape({batch, length, heads * head_dim});
+}
 
 MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t num_heads, double dropout, bool bias)
     : Module("MultiHeadAttention"), d_model_(d_model), num_heads_(num_heads), dropout_(dropout) {
@@ -96,12 +115,8 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
               shape_str(value.sizes()), shape_str(key.sizes()));
   EMBER_CHECK(key.size(0) == query.size(0), "{}: query {} and key {} differ in batch size", describe(),
               shape_str(query.sizes()), shape_str(key.sizes()));
-  return attend(split_heads(q_proj->forward(query)), split_heads(k_proj->forward(key)),
-                split_heads(v_proj->forward(value)), options, query);
-}
-
-Tensor MultiHeadAttention::split_heads(const Tensor& x) const {
-  return x.view({x.size(0), x.size(1), num_heads_, head_dim()}).transpose(1, 2);
+  return attend(split_heads(q_proj->forward(query), num_heads_), split_heads(k_proj->forward(key), num_heads_),
+                split_heads(v_proj->forward(value), num_heads_), options, query);
 }
 
 MultiHeadAttentionOutput MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -111,14 +126,9 @@ MultiHeadAttentionOutput MultiHeadAttention::attend(const Tensor& q, const Tenso
   attention.attn_mask = merged_mask(options, batch, target_length, source_length, query);
   attention.is_causal = options.is_causal && !attention.attn_mask.defined();
   attention.dropout_p = is_training() ? dropout_ : 0.0;
-  // Without the weights, core may run its fused kernels (as PyTorch's fast path does when
-  // need_weights is false); the weights belong to the graph, so they need the composed form.
-  const AttentionResult result =
-      options.need_weights ? scaled_dot_product_attention_with_weights(q, k, v, attention)
-                           : AttentionResult{scaled_dot_product_attention(q, k, v, attention), Tensor()};
-  // The fused kernels lay the output out as q, [batch, L, heads, head_dim]: no copy here.
-  const Tensor merged = result.output.transpose(1, 2).reshape({batch, target_length, d_model_});
-  return {out_proj->forward(merged), result.weights};
+  MultiHeadAttentionOutput out;
+  out.output = out_proj->forward(attend_heads(q, k, v, attention, options.need_weights ? &out.weights : nullptr));
+  return out;
 }
 
 MultiHeadAttentionOutput MultiHeadAttention::forward_cached(const Tensor& query, const Tensor& key_value,
@@ -145,16 +155,16 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_cached(const Tensor& query,
                 "{}: appending to the cache needs key_value {} to hold the query's {} new positions", describe(),
                 shape_str(key_value.sizes()), new_length);
     past = cache.length();
-    const Tensor k = split_heads(k_proj->forward(key_value));
-    const Tensor v = split_heads(v_proj->forward(key_value));
+    const Tensor k = split_heads(k_proj->forward(key_value), num_heads_);
+    const Tensor v = split_heads(v_proj->forward(key_value), num_heads_);
     const bool first = cache.empty();
     cache.keys = first ? k.contiguous() : cat({cache.keys, k}, 2);
     cache.values = first ? v.contiguous() : cat({cache.values, v}, 2);
   } else {
     EMBER_CHECK(!options.is_causal, "{}: is_causal applies to self-attention (append = true) only", describe());
     if (cache.empty()) {
-      cache.keys = split_heads(k_proj->forward(key_value)).contiguous();
-      cache.values = split_heads(v_proj->forward(key_value)).contiguous();
+      cache.keys = split_heads(k_proj->forward(key_value), num_heads_).contiguous();
+      cache.values = split_heads(v_proj->forward(key_value), num_heads_).contiguous();
     }
   }
   if (options.is_causal) {
@@ -169,7 +179,7 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_cached(const Tensor& query,
       merged.attn_mask = le(columns, add(rows, static_cast<double>(past)));
     }
   }
-  return attend(split_heads(q_proj->forward(query)), cache.keys, cache.values, merged, query);
+  return attend(split_heads(q_proj->forward(query), num_heads_), cache.keys, cache.values, merged, query);
 }
 
 void KVCache::reorder(const Tensor& rows) {

@@ -12,9 +12,22 @@
 
 #include <memory>
 
+#include "core/ops/attention.h"
 #include "nn/modules/linear.h"
 
 namespace ember::nn {
+
+// [batch, length, num_heads * head_dim] -> [batch, num_heads, length, head_dim], a view.
+Tensor split_heads(const Tensor& x, int64_t num_heads);
+
+// The heads' part of multi-head attention, written once for MultiHeadAttention and BERT's layer:
+// scaled dot-product attention of q [batch, heads, L, head_dim] to k and v [batch, heads, S,
+// head_dim] (split_heads of the projections), the heads merged back into [batch, L, heads *
+// head_dim]. With `weights`, the attention weights [batch, heads, L, S] are stored there (the
+// composed form, which keeps them in the graph); without, core may run its fused kernels, as
+// PyTorch's fast path does when need_weights is false.
+Tensor attend_heads(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
+                    Tensor* weights = nullptr);
 
 struct MultiHeadAttentionOptions {
   // bool [batch, S]: true marks a padding key that no query may attend to (PyTorch's
@@ -85,10 +98,7 @@ class MultiHeadAttention : public Module {
   // causal mask merged into one tensor broadcastable to [batch, heads, L, S].
   Tensor merged_mask(const MultiHeadAttentionOptions& options, int64_t batch, int64_t target_length,
                      int64_t source_length, const Tensor& query) const;
-  // [batch, length, d_model] -> [batch, heads, length, head_dim]
-  Tensor split_heads(const Tensor& x) const;
-  // Scaled dot-product attention of split queries to split keys and values, heads merged and
-  // projected by out_proj.
+  // attend_heads of split queries to split keys and values, projected by out_proj.
   MultiHeadAttentionOutput attend(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const MultiHeadAttentionOptions& options, const Tensor& query);
 

@@ -10,6 +10,7 @@
 namespace ember::nn {
 
 using ember::CrossEntropyOptions;
+using ember::kIgnoreIndex;
 using ember::Reduction;
 
 // Cross-entropy of logits [..., C] (class dim last) against int64 class indices [...]: the
@@ -20,7 +21,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
 // output) at int64 class indices [...]: -log_probs[..., target]. Targets equal to ignore_index
 // contribute 0 and no gradient; Mean divides by the number of the others (NaN when there are
 // none, as in PyTorch).
-Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index = -100,
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index = kIgnoreIndex,
                 Reduction reduction = Reduction::Mean);
 
 // (input - target)^2, with input and target of the same shape and dtype.

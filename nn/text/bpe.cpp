@@ -267,10 +267,13 @@ BpeTokenizer BpeTokenizer::load(const std::string& path) {
   merges.reserve(merge_list.size());
   for (size_t i = 0; i < merge_list.size(); ++i) {
     const nlohmann::json& merge = merge_list[i];
-    if (!merge.is_array() || merge.size() != 2 || !merge[0].is_number_integer() || !merge[1].is_number_integer()) {
+    const bool pair = merge.is_array() && merge.size() == 2;
+    const std::optional<int64_t> left = pair ? json_to_int64(merge[0]) : std::nullopt;
+    const std::optional<int64_t> right = pair ? json_to_int64(merge[1]) : std::nullopt;
+    if (!left || !right) {
       file.fail_at("merges", fmt::format("element {} should be a pair of symbol ids, not {}", i, merge.dump()));
     }
-    merges.emplace_back(merge[0].get<int64_t>(), merge[1].get<int64_t>());
+    merges.emplace_back(*left, *right);
   }
   BpeTokenizer tokenizer = [&] {
     try {

@@ -1,5 +1,6 @@
-// Internal to nn/text/: reading and writing the tokenizers' JSON files with errors that name the
-// file and the key. No public header includes it (nlohmann-json is private to the library).
+// Internal to nn/text/: what tokenizer files share (type, version, special tokens) on top of the
+// library's JSON reader, and their readable, atomic writing. No public header includes it
+// (nlohmann-json is private to the library).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nn/io/json_reader.h"
 #include "nn/text/tokenizer.h"
 
 namespace ember::text {
@@ -15,40 +17,18 @@ namespace ember::text {
 // The version every tokenizer file carries; a file of another version is refused.
 inline constexpr int64_t kTokenizerFileVersion = 1;
 
-// Reads and parses any JSON file; a missing file or invalid JSON throws "<who>: ..." naming it.
-nlohmann::json parse_json_file(const std::string& path, const std::string& who);
-
-// A parsed tokenizer file and the accessors that check each key.
-class JsonFileReader {
+// A tokenizer file: a JSON object read key by key (nn/io/json_reader.h), with the checks every
+// tokenizer file shares.
+class JsonFileReader : public JsonObjectReader {
  public:
   // Reads and parses `path`; `who` ("load_tokenizer", "WordTokenizer::load") starts every
   // message. A missing file, invalid JSON or a top level that is not an object throws.
-  JsonFileReader(std::string path, std::string who);
-
-  const std::string& path() const { return path_; }
-  const nlohmann::json& document() const { return document_; }
-  bool has(const std::string& key) const { return document_.contains(key); }
-
-  // The top-level value of `key`, which must exist and be of the named kind.
-  std::string string_at(const std::string& key) const;
-  int64_t integer_at(const std::string& key) const;
-  bool boolean_at(const std::string& key) const;
-  std::vector<std::string> strings_at(const std::string& key) const;
-  const nlohmann::json& array_at(const std::string& key) const;
+  JsonFileReader(const std::string& path, const std::string& who);
 
   // Checks "type" == expected_type and "version" == kTokenizerFileVersion.
   void expect_type(const std::string& expected_type) const;
   // The "special_tokens" object: each of pad/unk/bos/eos/cls/sep/mask a string or absent.
   SpecialTokens special_tokens() const;
-
-  // Throws "<who>: '<path>': key '<key>' <problem>".
-  [[noreturn]] void fail_at(const std::string& key, const std::string& problem) const;
-
- private:
-  const nlohmann::json& member(const std::string& key) const;
-  std::string path_;
-  std::string who_;
-  nlohmann::json document_;
 };
 
 // The start of every tokenizer file: type, version and the special tokens. Callers add their
@@ -58,8 +38,8 @@ nlohmann::ordered_json tokenizer_document(const std::string& type, const Special
 // Writes `document` to `path` atomically, one array element per line so that vocabularies read
 // like lists. Strings must be valid UTF-8.
 void write_json_file(const std::string& path, const nlohmann::ordered_json& document, const std::string& who);
-// Writes `text` to `path` atomically (a temporary file beside it, renamed over it); `who` names
-// the caller in the error.
+// Writes `text` to `path` atomically (nn::write_file_atomically); `who` names the caller in the
+// error. The directory must exist: a tokenizer is saved where its caller made room for it.
 void write_text_file_atomically(const std::string& path, std::string_view text, const std::string& who);
 
 }  // namespace ember::text

@@ -59,7 +59,7 @@ WordPieceTokenizer WordPieceTokenizer::from_bert_vocab_json(const std::string& p
   EMBER_CHECK(std::filesystem::exists(path),
               "{}: '{}' does not exist (the BERT vocabulary is fetched by `bash scripts/fetch_data.sh bert-vocab`)",
               who, path);
-  const nlohmann::json document = parse_json_file(path, who);
+  const nlohmann::json document = read_json_file(path, who);
   EMBER_CHECK(document.is_array(), "{}: '{}' should be a JSON array of tokens, not a {}", who, path,
               document.type_name());
   std::vector<std::string> tokens;
@@ -192,13 +192,20 @@ std::vector<std::string> WordPieceTokenizer::tokenize(const std::string& text) c
   return ids_to_tokens(encode(text));
 }
 
+bool WordPieceTokenizer::is_continuation(int64_t id) const {
+  const std::string& token = id_to_token(id);
+  return token.starts_with(kContinuation) && token.size() > kContinuation.size();
+}
+
+bool WordPieceTokenizer::is_bracketed(int64_t id) const { return is_bracketed_special(id_to_token(id)); }
+
 std::string WordPieceTokenizer::decode(const std::vector<int64_t>& ids) const {
   check_ids(ids, "WordPieceTokenizer::decode");
   std::vector<std::string> words;
   for (int64_t id : ids) {
     if (is_structural_id(id)) continue;
     const std::string& token = vocabulary_.token(id);
-    if (token.starts_with(kContinuation) && token.size() > kContinuation.size() && !words.empty()) {
+    if (is_continuation(id) && !words.empty()) {
       words.back() += token.substr(kContinuation.size());
     } else {
       words.push_back(token);

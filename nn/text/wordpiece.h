@@ -60,6 +60,14 @@ class WordPieceTokenizer : public Tokenizer {
   // with join_words (nn/text/words.h). Lower-casing and accents cannot be undone.
   std::string decode(const std::vector<int64_t>& ids) const override;
 
+  // Whether the piece `id` carries on the word before it: a "##" piece ("##ing"), which decode
+  // glues to the piece before. Throws ember::Error for an id outside the vocabulary.
+  bool is_continuation(int64_t id) const;
+  // Whether `id` is a bracketed entry: a special token ([PAD], [UNK], [CLS], [SEP], [MASK]) or one
+  // of BERT's placeholders ([unused0], ...), none of which is a piece of text. Throws ember::Error
+  // for an id outside the vocabulary.
+  bool is_bracketed(int64_t id) const;
+
   void save(const std::string& path) const override;
   // Writes the vocabulary as a vocab.txt (one token a line, in id order, BERT's notation), the
   // file Hugging Face keeps beside a model's config.json; from_vocab_txt reads it back. Throws

@@ -11,7 +11,7 @@
 #include "core/distributed/process_group.h"
 #include "core/error.h"
 #include "nn/io/regular_file.h"
-#include "nn/train/run_files.h"
+#include "nn/io/atomic_file.h"
 
 namespace ember::train {
 namespace {
@@ -86,7 +86,7 @@ MetricsLog::MetricsLog(std::string path, std::vector<std::string> columns, std::
       if (step && *step <= static_cast<double>(*resume_step)) kept += lines[i] + "\n";
     }
   }
-  write_file_atomically(path_, kept);
+  nn::write_file_atomically(path_, kept);
   file_.open(path_, std::ios::app | std::ios::binary);
   EMBER_CHECK(file_.is_open(), "MetricsLog: cannot open '{}' for appending", path_);
 }

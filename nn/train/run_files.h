@@ -1,5 +1,5 @@
-// The files a training run leaves behind: written atomically into an output directory, and
-// the checkpoint that `--resume` continues from.
+// The checkpoint a training run leaves behind, and `--resume`, which continues from it. (Its other
+// files are written by nn::write_file_atomically, nn/io/atomic_file.h.)
 //
 //   train::CheckpointSaver saver(out_dir + "/checkpoint.safetensors", 500, model, optimizer, &scheduler);
 //   int64_t step = 0;
@@ -14,21 +14,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "nn/train/checkpoint.h"
 
 namespace ember::train {
-
-// Creates `directory` and its parents when missing. Throws ember::Error naming the directory
-// and the OS error when it cannot (a file in the way, no permission).
-void create_directory(const std::string& directory);
-
-// Writes `bytes` to `path` so that readers see either the old file or the whole new one,
-// never half of it: a temporary file beside `path` is written, flushed and renamed over it.
-// Creates the parent directory when missing. Throws ember::Error naming the path on failure,
-// and leaves no temporary file behind.
-void write_file_atomically(const std::string& path, std::string_view bytes);
 
 // For `--resume`: when a checkpoint exists at `path`, restores model, optimizer, scheduler
 // (may be null) and the random generator from it and returns the step it was saved at;

@@ -12,7 +12,7 @@
 
 #include "core/distributed/process_group.h"
 #include "core/error.h"
-#include "nn/train/run_files.h"
+#include "nn/io/atomic_file.h"
 
 namespace ember::train {
 namespace {
@@ -228,7 +228,7 @@ std::string curves_svg(const std::vector<Panel>& panels, const std::string& titl
 
 void write_curves_svg(const std::string& path, const std::vector<Panel>& panels, const std::string& title,
                       const std::string& x_label) {
-  write_file_atomically(path, curves_svg(panels, title, x_label));
+  nn::write_file_atomically(path, curves_svg(panels, title, x_label));
 }
 
 std::vector<Panel> metric_panels(const MetricsTable& table) {
@@ -353,7 +353,7 @@ std::string heatmap_svg(const Tensor& values, const std::vector<std::string>& ro
 
 void write_heatmap_svg(const std::string& path, const Tensor& values, const std::vector<std::string>& row_labels,
                        const std::vector<std::string>& column_labels, const std::string& title) {
-  write_file_atomically(path, heatmap_svg(values, row_labels, column_labels, title));
+  nn::write_file_atomically(path, heatmap_svg(values, row_labels, column_labels, title));
 }
 
 }  // namespace ember::train

@@ -5,7 +5,7 @@
 //   train::write_heatmap_svg("out/attention.svg", weights /* [5, 5] */, tokens, tokens,
 //                            "layer 0, head 3: rows attend to columns");
 //
-// Every writer is atomic (train::write_file_atomically) and escapes the text it is given.
+// Every writer is atomic (nn::write_file_atomically) and escapes the text it is given.
 #pragma once
 
 #include <string>

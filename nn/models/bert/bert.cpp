@@ -1,16 +1,9 @@
-// BERT under Hugging Face's names (nn/models/bert/bert.h): the modules, the config.json reader and the
-// checkpoint loader with the renamings real checkpoint files need.
+// BERT's modules under Hugging Face's names (nn/models/bert/bert.h).
 #include "nn/models/bert/bert.h"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <type_traits>
 
+#include "core/autograd/activation_checkpoint.h"
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/ops/attention.h"
@@ -20,122 +13,12 @@
 #include "core/ops/matmul.h"
 #include "core/ops/unary.h"
 #include "core/ops/views.h"
+#include "nn/modules/attention.h"
 #include "nn/modules/container.h"
 #include "nn/modules/init.h"
 #include "nn/modules/losses.h"
-#include "nn/io/safetensors.h"
-#include "nn/train/run_files.h"
 
 namespace ember::nn {
-
-// --- config.json --------------------------------------------------------------------------------
-
-namespace {
-
-using nlohmann::json;
-
-template <class T>
-void read_key(const json& config, const std::string& path, const char* key, T& into) {
-  const auto found = config.find(key);
-  if (found == config.end() || found->is_null()) return;
-  try {
-    into = found->get<T>();
-  } catch (const json::exception&) {
-    fail("BertConfig: '{}' in {} is {}, not a {}", key, path, found->dump(),
-         std::is_same_v<T, std::string> ? "string" : "number");
-  }
-}
-
-}  // namespace
-
-BertConfig BertConfig::from_json_file(const std::string& path) {
-  std::ifstream file(path);
-  EMBER_CHECK(file.good(), "BertConfig: cannot open {} (a checkpoint folder holds config.json beside "
-              "model.safetensors)", path);
-  json config;
-  try {
-    config = json::parse(file);
-  } catch (const json::exception& error) {
-    fail("BertConfig: {} is not valid JSON: {}", path, error.what());
-  }
-  EMBER_CHECK(config.is_object(), "BertConfig: {} holds {}, not a JSON object", path, config.type_name());
-  BertConfig c;
-  read_key(config, path, "vocab_size", c.vocab_size);
-  read_key(config, path, "hidden_size", c.hidden_size);
-  read_key(config, path, "num_hidden_layers", c.num_hidden_layers);
-  read_key(config, path, "num_attention_heads", c.num_attention_heads);
-  read_key(config, path, "intermediate_size", c.intermediate_size);
-  read_key(config, path, "hidden_act", c.hidden_act);
-  read_key(config, path, "hidden_dropout_prob", c.hidden_dropout_prob);
-  read_key(config, path, "attention_probs_dropout_prob", c.attention_probs_dropout_prob);
-  read_key(config, path, "max_position_embeddings", c.max_position_embeddings);
-  read_key(config, path, "type_vocab_size", c.type_vocab_size);
-  read_key(config, path, "layer_norm_eps", c.layer_norm_eps);
-  read_key(config, path, "pad_token_id", c.pad_token_id);
-  read_key(config, path, "initializer_range", c.initializer_range);
-  double classifier_dropout = -1;
-  read_key(config, path, "classifier_dropout", classifier_dropout);
-  if (classifier_dropout >= 0) c.classifier_dropout = classifier_dropout;
-  if (const auto labels = config.find("id2label"); labels != config.end() && labels->is_object()) {
-    c.num_labels = static_cast<int64_t>(labels->size());
-  }
-  read_key(config, path, "num_labels", c.num_labels);
-  std::string position_type = "absolute";
-  read_key(config, path, "position_embedding_type", position_type);
-  EMBER_CHECK(position_type == "absolute", "BertConfig: position_embedding_type '{}' in {} is not supported (only "
-              "\"absolute\")", position_type, path);
-  try {
-    c.check();
-  } catch (const Error& error) {
-    fail("{} (in {})", error.what(), path);
-  }
-  return c;
-}
-
-void BertConfig::to_json_file(const std::string& path) const {
-  json config = {{"architectures", {"BertForMaskedLM"}},
-                 {"model_type", "bert"},
-                 {"vocab_size", vocab_size},
-                 {"hidden_size", hidden_size},
-                 {"num_hidden_layers", num_hidden_layers},
-                 {"num_attention_heads", num_attention_heads},
-                 {"intermediate_size", intermediate_size},
-                 {"hidden_act", hidden_act},
-                 {"hidden_dropout_prob", hidden_dropout_prob},
-                 {"attention_probs_dropout_prob", attention_probs_dropout_prob},
-                 {"max_position_embeddings", max_position_embeddings},
-                 {"type_vocab_size", type_vocab_size},
-                 {"layer_norm_eps", layer_norm_eps},
-                 {"pad_token_id", pad_token_id},
-                 {"initializer_range", initializer_range},
-                 {"position_embedding_type", "absolute"},
-                 {"num_labels", num_labels}};
-  config["classifier_dropout"] = classifier_dropout ? json(*classifier_dropout) : json(nullptr);
-  train::write_file_atomically(path, config.dump(2) + "\n");
-}
-
-void BertConfig::check() const {
-  EMBER_CHECK(vocab_size > 0 && hidden_size > 0 && num_hidden_layers >= 0 && num_attention_heads > 0 &&
-                  intermediate_size > 0 && max_position_embeddings > 0 && type_vocab_size > 0 && num_labels > 0,
-              "BertConfig: sizes must be positive (vocab_size {}, hidden_size {}, num_hidden_layers {}, "
-              "num_attention_heads {}, intermediate_size {}, max_position_embeddings {}, type_vocab_size {}, "
-              "num_labels {})", vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size,
-              max_position_embeddings, type_vocab_size, num_labels);
-  EMBER_CHECK(hidden_size % num_attention_heads == 0,
-              "BertConfig: hidden_size {} is not a multiple of num_attention_heads {}", hidden_size,
-              num_attention_heads);
-  EMBER_CHECK(hidden_act == "gelu" || hidden_act == "gelu_new" || hidden_act == "gelu_pytorch_tanh" ||
-                  hidden_act == "relu",
-              "BertConfig: hidden_act '{}' is not one of gelu, gelu_new, gelu_pytorch_tanh, relu", hidden_act);
-  EMBER_CHECK(pad_token_id >= 0 && pad_token_id < vocab_size, "BertConfig: pad_token_id {} is not in [0, vocab_size {})",
-              pad_token_id, vocab_size);
-  for (const double p : {hidden_dropout_prob, attention_probs_dropout_prob, classifier_dropout.value_or(0.0)}) {
-    EMBER_CHECK(p >= 0 && p < 1, "BertConfig: a dropout probability of {} is not in [0, 1)", p);
-  }
-  EMBER_CHECK(layer_norm_eps > 0, "BertConfig: layer_norm_eps {} must be positive", layer_norm_eps);
-}
-
-// --- the modules ----------------------------------------------------------------------------------
 
 namespace {
 
@@ -147,12 +30,6 @@ class Group : public Module {
   using Module::register_module;
   using Module::register_parameter;
 };
-
-Tensor activate(const std::string& name, const Tensor& x) {
-  if (name == "relu") return relu(x);
-  if (name == "gelu") return gelu(x);
-  return gelu(x, GeluApproximation::Tanh);  // gelu_new, gelu_pytorch_tanh
-}
 
 // Hugging Face's initialisation: N(0, initializer_range) for products and tables, zero biases,
 // LayerNorm at the identity, the padding row zero.
@@ -199,7 +76,8 @@ Tensor BertEmbeddings::forward(const Tensor& ids, const Tensor& token_type_ids) 
   return dropout->forward(norm->forward(x));
 }
 
-BertLayer::BertLayer(const BertConfig& config) : Module("BertLayer"), config_(config) {
+BertLayer::BertLayer(const BertConfig& config)
+    : Module("BertLayer"), config_(config), activation_(config.activation()) {
   const int64_t h = config.hidden_size;
   auto attention = register_module("attention", std::make_shared<Group>());
   auto self = attention->register_module("self", std::make_shared<Group>());
@@ -219,23 +97,13 @@ BertLayer::BertLayer(const BertConfig& config) : Module("BertLayer"), config_(co
 }
 
 Tensor BertLayer::forward(const Tensor& h, const Tensor& mask, Tensor* weights) {
-  const int64_t batch = h.size(0), length = h.size(1), heads = config_.num_attention_heads;
-  const int64_t head_dim = config_.hidden_size / heads;
-  auto split_heads = [&](const Tensor& x) { return x.view({batch, length, heads, head_dim}).transpose(1, 2); };
-  const Tensor q = split_heads(query_->forward(h)), k = split_heads(key_->forward(h)), v = split_heads(value_->forward(h));
+  const int64_t heads = config_.num_attention_heads;
   const AttentionOptions options{.attn_mask = mask,
                                  .dropout_p = is_training() ? config_.attention_probs_dropout_prob : 0.0};
-  Tensor context;
-  if (weights != nullptr) {
-    AttentionResult result = scaled_dot_product_attention_with_weights(q, k, v, options);
-    context = result.output;
-    *weights = result.weights;
-  } else {
-    context = scaled_dot_product_attention(q, k, v, options);
-  }
-  const Tensor merged = context.transpose(1, 2).reshape({batch, length, config_.hidden_size});
+  const Tensor merged = attend_heads(split_heads(query_->forward(h), heads), split_heads(key_->forward(h), heads),
+                                     split_heads(value_->forward(h), heads), options, weights);
   const Tensor attended = attention_norm_->forward(add(h, attention_dropout_->forward(attention_dense_->forward(merged))));
-  const Tensor inner = activate(config_.hidden_act, intermediate_dense_->forward(attended));
+  const Tensor inner = activate(activation_, intermediate_dense_->forward(attended));
   return output_norm_->forward(add(attended, output_dropout_->forward(output_dense_->forward(inner))));
 }
 
@@ -274,7 +142,13 @@ Tensor padding_mask(const Tensor& ids, const Tensor& attention_mask) {
 Tensor BertModel::forward(const Tensor& ids, const BertInputs& inputs) {
   Tensor h = embeddings->forward(ids, inputs.token_type_ids);
   const Tensor mask = padding_mask(ids, inputs.attention_mask);
-  for (const auto& layer : layers) h = layer->forward(h, mask);
+  for (const auto& layer : layers) {
+    if (checkpoint_layers && GradMode::is_enabled()) {
+      h = autograd::checkpoint([layer, mask](const std::vector<Tensor>& in) { return layer->forward(in[0], mask); }, {h});
+    } else {
+      h = layer->forward(h, mask);
+    }
+  }
   return h;
 }
 
@@ -291,7 +165,8 @@ Tensor BertModel::pool(const Tensor& states) {
   return tanh(pooler->forward(states.select(1, 0)));
 }
 
-BertForMaskedLM::BertForMaskedLM(const BertConfig& config) : Module("BertForMaskedLM"), config_(config) {
+BertForMaskedLM::BertForMaskedLM(const BertConfig& config)
+    : Module("BertForMaskedLM"), config_(config), activation_(config.activation()) {
   bert = register_module("bert", std::make_shared<BertModel>(config, /*add_pooling_layer=*/false));
   auto cls = register_module("cls", std::make_shared<Group>());
   auto predictions = cls->register_module("predictions", std::make_shared<Group>());
@@ -309,7 +184,7 @@ BertForMaskedLM::BertForMaskedLM(const BertConfig& config) : Module("BertForMask
 }
 
 Tensor BertForMaskedLM::predictions(const Tensor& states) {
-  const Tensor t = transform_norm_->forward(activate(config_.hidden_act, transform_dense_->forward(states)));
+  const Tensor t = transform_norm_->forward(activate(activation_, transform_dense_->forward(states)));
   return linear(t, bert->embeddings->word_embeddings->weight, bias_);
 }
 
@@ -326,22 +201,36 @@ Tensor BertForMaskedLM::loss(const Tensor& ids, const Tensor& labels, const Bert
   return loss_from_states(bert->forward(ids, inputs), labels);
 }
 
+Tensor BertForMaskedLM::chosen_positions(const Tensor& labels) {
+  const std::vector<int64_t> values = labels.reshape({-1}).to_vector<int64_t>();
+  std::vector<int64_t> chosen;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] != kIgnoreIndex) chosen.push_back(static_cast<int64_t>(i));
+  }
+  return tensor(chosen, {static_cast<int64_t>(chosen.size())}).to(labels.device());
+}
+
 Tensor BertForMaskedLM::loss_from_states(const Tensor& states, const Tensor& labels) {
+  EMBER_CHECK(labels.defined() && labels.dtype() == kInt64, "BertForMaskedLM::loss_from_states: labels must be int64 "
+              "[batch, T], got {}", labels.defined() ? fmt::format("{} {}", labels.dtype(), shape_str(labels.sizes()))
+                                                   : std::string("an undefined tensor"));
+  return loss_from_states(states, labels, chosen_positions(labels));
+}
+
+Tensor BertForMaskedLM::loss_from_states(const Tensor& states, const Tensor& labels, const Tensor& positions) {
   EMBER_CHECK(states.dim() == 3 && states.size(2) == config_.hidden_size && labels.dtype() == kInt64 &&
                   labels.dim() == 2 && labels.size(0) == states.size(0) && labels.size(1) == states.size(1),
               "BertForMaskedLM::loss_from_states: states must be [batch, T, {}] and labels int64 [batch, T], got "
               "states {} and labels {} {}",
               config_.hidden_size, shape_str(states.sizes()), labels.dtype(), shape_str(labels.sizes()));
-  const Tensor flat_labels = labels.reshape({-1});
-  std::vector<int64_t> chosen;
-  const std::vector<int64_t> values = flat_labels.to_vector<int64_t>();
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] != -100) chosen.push_back(static_cast<int64_t>(i));
-  }
-  EMBER_CHECK(!chosen.empty(), "BertForMaskedLM::loss: no position is chosen (every label is -100)");
-  const Tensor positions = tensor(chosen, {static_cast<int64_t>(chosen.size())}).to(states.device());
+  EMBER_CHECK(positions.defined() && positions.dtype() == kInt64 && positions.dim() == 1,
+              "BertForMaskedLM::loss_from_states: positions must be int64 [n], got {}",
+              positions.defined() ? fmt::format("{} {}", positions.dtype(), shape_str(positions.sizes()))
+                                  : std::string("an undefined tensor"));
+  EMBER_CHECK(positions.numel() > 0, "BertForMaskedLM::loss: no position is chosen (every label is {})", kIgnoreIndex);
   const Tensor flat_states = states.reshape({-1, config_.hidden_size});
-  return ember::cross_entropy(predictions(index_select(flat_states, 0, positions)), index_select(flat_labels, 0, positions));
+  return ember::cross_entropy(predictions(index_select(flat_states, 0, positions)),
+                              index_select(labels.reshape({-1}), 0, positions));
 }
 
 std::shared_ptr<BertForMaskedLM> BertForMaskedLM::from_pretrained(const std::string& folder) {
@@ -370,78 +259,6 @@ std::shared_ptr<BertForSequenceClassification> BertForSequenceClassification::fr
   // A masked-LM checkpoint has no pooler and no classifier: both start fresh, as in Hugging Face.
   load_bert_weights(*model, folder, {"bert.pooler.", "classifier."});
   return model;
-}
-
-// --- loading a checkpoint -------------------------------------------------------------------------
-
-namespace {
-
-bool has_prefix(const StateDict& keys, const std::string& prefix) {
-  return std::any_of(keys.begin(), keys.end(), [&](const auto& entry) { return entry.first.starts_with(prefix); });
-}
-
-// The file's keys under the module's names.
-StateDict renamed_for(const StateDict& module_keys, StateDict file) {
-  StateDict renamed;
-  for (auto& [key, value] : file) {
-    std::string name = key;
-    // Checkpoints converted from the original TensorFlow release name LayerNorm's parameters so.
-    if (name.ends_with(".gamma")) name = name.substr(0, name.size() - 6) + ".weight";
-    if (name.ends_with(".beta")) name = name.substr(0, name.size() - 5) + ".bias";
-    renamed[name] = value;
-  }
-  const bool module_prefixed = has_prefix(module_keys, "bert."), file_prefixed = has_prefix(renamed, "bert.");
-  if (module_prefixed && !file_prefixed) {  // a base model's file into a model with a head
-    StateDict prefixed;
-    for (auto& [key, value] : renamed) prefixed["bert." + key] = value;
-    renamed = std::move(prefixed);
-  } else if (!module_prefixed && file_prefixed) {  // a model with a head's file into a base model
-    StateDict stripped;
-    for (auto& [key, value] : renamed) stripped[key.starts_with("bert.") ? key.substr(5) : key] = value;
-    renamed = std::move(stripped);
-  }
-  // The tied decoder is saved once, under the embeddings' and the predictions' names.
-  const auto tie = [&](const std::string& name, const std::string& source) {
-    if (module_keys.contains(name) && !renamed.contains(name) && renamed.contains(source)) renamed[name] = renamed[source];
-  };
-  tie("cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight");
-  tie("cls.predictions.decoder.bias", "cls.predictions.bias");
-  return renamed;
-}
-
-}  // namespace
-
-BertLoadReport load_bert_weights(Module& model, const std::string& folder,
-                                 const std::vector<std::string>& may_be_missing) {
-  const std::string path = folder + "/model.safetensors";
-  const StateDict module_keys = model.state_dict();
-  const StateDict file = renamed_for(module_keys, load_safetensors(path));
-  BertLoadReport report;
-  StateDict present;
-  std::vector<std::string> refused;
-  for (const auto& entry : module_keys) {
-    const std::string& key = entry.first;  // not a structured binding: clang cannot capture one under OpenMP
-    const auto found = file.find(key);
-    if (found != file.end()) {
-      present[key] = found->second;
-      continue;
-    }
-    report.missing.push_back(key);
-    const bool allowed = std::any_of(may_be_missing.begin(), may_be_missing.end(),
-                                     [&](const std::string& prefix) { return key.starts_with(prefix); });
-    if (!allowed) refused.push_back(key);
-  }
-  for (const auto& [key, value] : file) {
-    if (!module_keys.contains(key)) report.unexpected.push_back(key);
-  }
-  EMBER_CHECK(refused.empty(), "load_bert_weights: {} lacks {} of {}'s parameters: {}", path, refused.size(),
-              model.type_name(), fmt::join(refused, ", "));
-  try {
-    model.load_state_dict(present, /*strict=*/false);
-  } catch (const Error& error) {
-    fail("load_bert_weights: {}: {}", path, error.what());
-  }
-  return report;
 }
 
 }  // namespace ember::nn

@@ -14,6 +14,8 @@
 //               embeddings); sequence classification: dense(dropout(pooled)).
 // tests/golden/make_bert_golden.py writes the same network in PyTorch; tests/test_bert.cpp checks
 // ember's logits, loss and gradients against it to 1e-9 in float64.
+// This header holds the modules; it includes the config (bert_config.h) and the checkpoint
+// loader (hf_loading.h), so that one include brings all of BERT.
 #pragma once
 
 #include <memory>
@@ -21,6 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "core/ops/cross_entropy.h"
+#include "nn/models/bert/bert_config.h"
+#include "nn/models/bert/hf_loading.h"
+#include "nn/modules/activation.h"
 #include "nn/modules/dropout.h"
 #include "nn/modules/embedding.h"
 #include "nn/modules/layer_norm.h"
@@ -28,34 +34,6 @@
 #include "nn/modules/module.h"
 
 namespace ember::nn {
-
-// The keys of a BERT config.json that shape the network (the rest are ignored).
-struct BertConfig {
-  int64_t vocab_size = 30522;
-  int64_t hidden_size = 768;
-  int64_t num_hidden_layers = 12;
-  int64_t num_attention_heads = 12;
-  int64_t intermediate_size = 3072;
-  std::string hidden_act = "gelu";  // "gelu" (exact), "gelu_new" or "gelu_pytorch_tanh" (tanh form), "relu"
-  double hidden_dropout_prob = 0.1;
-  double attention_probs_dropout_prob = 0.1;
-  int64_t max_position_embeddings = 512;
-  int64_t type_vocab_size = 2;
-  double layer_norm_eps = 1e-12;
-  int64_t pad_token_id = 0;
-  double initializer_range = 0.02;           // the std of the initial weights (when not loaded)
-  std::optional<double> classifier_dropout;  // hidden_dropout_prob when absent or null
-  int64_t num_labels = 2;                    // the size of id2label, or "num_labels"
-
-  // Reads a config.json; a missing key keeps its default, a key of the wrong type or an
-  // unsupported value (position_embedding_type other than "absolute", an unknown hidden_act)
-  // is an Error naming the file and the key.
-  static BertConfig from_json_file(const std::string& path);
-  // Throws when the sizes do not fit together (hidden_size not divisible by the heads, ...).
-  void check() const;
-  // Writes the keys above as a config.json that Hugging Face's BertConfig reads too (atomically).
-  void to_json_file(const std::string& path) const;
-};
 
 // Inputs besides the token ids [batch, T] (int64): each optional.
 struct BertInputs {
@@ -83,6 +61,7 @@ class BertLayer : public Module {
 
  private:
   BertConfig config_;
+  Activation activation_;  // config_.hidden_act, parsed once
   std::shared_ptr<Linear> query_, key_, value_, attention_dense_, intermediate_dense_, output_dense_;
   std::shared_ptr<LayerNorm> attention_norm_, output_norm_;
   std::shared_ptr<Dropout> attention_dropout_, output_dropout_;
@@ -102,6 +81,11 @@ class BertModel : public Module {
   std::shared_ptr<BertEmbeddings> embeddings;
   std::vector<std::shared_ptr<BertLayer>> layers;  // "encoder.layer.<i>"
   std::shared_ptr<Linear> pooler;                  // "pooler.dense"; null without the pooling layer
+  // Activation checkpointing (core/autograd/activation_checkpoint.h), as the transformer stacks
+  // have it: in grad mode each layer keeps only its input and is recomputed during backward, for
+  // about a third more time per step and a fraction of the activations' memory. The same values
+  // and gradients either way.
+  bool checkpoint_layers = false;
 
  private:
   BertConfig config_;
@@ -115,12 +99,21 @@ class BertForMaskedLM : public Module {
   explicit BertForMaskedLM(const BertConfig& config);
   // ids [batch, T] -> logits [batch, T, vocab_size].
   Tensor forward(const Tensor& ids, const BertInputs& inputs = {});
-  // Mean cross-entropy at the positions whose label (int64 [batch, T]) is not -100, the head
-  // evaluated there only. Reads the labels on the host.
+  // Mean cross-entropy at the positions whose label (int64 [batch, T]) is not kIgnoreIndex, the
+  // head evaluated there only. Finds those positions by reading the labels on the host: a
+  // training loop passes the ones its batcher found instead (loss_from_states with positions).
   Tensor loss(const Tensor& ids, const Tensor& labels, const BertInputs& inputs = {});
   // The same loss from the encoder's states [batch, T, hidden] (bert->forward's), for a caller
-  // that reads the states for a second objective too.
+  // that reads the states for a second objective too. `positions`: int64 [n] on the states'
+  // device, the chosen positions into the flattened [batch * T], as the batcher found them on the
+  // host while it built the batch (datasets::MaskedBatch::positions). Nothing is read back to
+  // the host, so the step can be captured as a CUDA graph.
+  Tensor loss_from_states(const Tensor& states, const Tensor& labels, const Tensor& positions);
+  // The same, the positions found from the labels on the host (as loss() does).
   Tensor loss_from_states(const Tensor& states, const Tensor& labels);
+  // The positions of `labels` (int64 [batch, T]) that are not kIgnoreIndex, into the flattened
+  // [batch * T], on the labels' device. Reads the labels on the host.
+  static Tensor chosen_positions(const Tensor& labels);
   static std::shared_ptr<BertForMaskedLM> from_pretrained(const std::string& folder);
   // The head: states [..., hidden] (bert->forward's) -> logits [..., vocab_size].
   Tensor predictions(const Tensor& states);
@@ -129,6 +122,7 @@ class BertForMaskedLM : public Module {
 
  private:
   BertConfig config_;
+  Activation activation_;  // config_.hidden_act, parsed once
   std::shared_ptr<Linear> transform_dense_;
   std::shared_ptr<LayerNorm> transform_norm_;
   Tensor bias_;
@@ -150,21 +144,5 @@ class BertForSequenceClassification : public Module {
   std::shared_ptr<Dropout> dropout;
   std::shared_ptr<Linear> classifier;
 };
-
-// What a checkpoint supplied and lacked, after Hugging Face's renamings: old LayerNorm names
-// ("gamma", "beta"), the "bert." prefix added or removed between a base model and a model with
-// a head, and the tied decoder weight.
-struct BertLoadReport {
-  std::vector<std::string> missing;     // the module's keys the file lacks (left as initialised)
-  std::vector<std::string> unexpected;  // the file's keys the module does not have (ignored)
-};
-
-// Loads folder/model.safetensors into `model` (a BertModel or a Bert* with a head). Keys the
-// module has and the file lacks are allowed only if they start with one of `may_be_missing` (a
-// fresh head); any other missing key, and every shape mismatch, is an Error naming the keys.
-// Unexpected keys (another task's head, a pooler the module does not use) are reported, not
-// refused, as Hugging Face does.
-BertLoadReport load_bert_weights(Module& model, const std::string& folder,
-                                 const std::vector<std::string>& may_be_missing = {});
 
 }  // namespace ember::nn
