@@ -85,6 +85,25 @@ TEST_CASE("BertForSequenceClassification gives the reference's logits, loss and 
   CHECK(checked == 41);  // every parameter of the reference has its gradient compared
 }
 
+TEST_CASE("a sequence whose attention_mask is all zeros gives finite states and gradients") {
+  // Hugging Face's additive mask keeps such a row finite; in ember each of its queries attends to
+  // nothing (core/ops/attention.h), so an empty sequence does not turn a batch's loss into NaN.
+  auto model = float64_model<nn::BertForMaskedLM>("bert_tiny_mlm");
+  const Tensor ids = expected("input_ids");
+  Tensor mask = expected("attention_mask").clone();
+  mask.narrow(0, 0, 1).zero_();
+  const Tensor logits = model->forward(ids, {.attention_mask = mask});
+  CHECK(std::isfinite(max_abs(logits)));
+  sum(logits).backward();
+  for (const auto& [name, parameter] : model->named_parameters()) {
+    INFO(name);
+    if (parameter.grad().defined()) CHECK(std::isfinite(max_abs(parameter.grad())));
+  }
+  // The other sequences are untouched by the empty one.
+  const Tensor alone = model->forward(ids.narrow(0, 1, 1), {.attention_mask = mask.narrow(0, 1, 1)});
+  CHECK(max_abs(sub(logits.narrow(0, 1, 1), alone)) < kTolerance);
+}
+
 TEST_CASE("a padded position changes nothing of the real tokens' outputs") {
   auto model = float64_model<nn::BertForMaskedLM>("bert_tiny_mlm");
   const Tensor ids = expected("input_ids").narrow(0, 1, 1);  // 5 real tokens, then 3 of padding
@@ -149,7 +168,12 @@ TEST_CASE("BertConfig reads Hugging Face's keys, and refuses what it cannot buil
   refused(R"({"hidden_size": 100, "num_attention_heads": 12})", "hidden_size 100 is not a multiple of");
   refused(R"({"position_embedding_type": "relative_key"})", "'position_embedding_type' is 'relative_key'");
   refused(R"({"vocab_size": "big"})", "'vocab_size'");
-  refused(R"({"hidden_dropout_prob": 1.5})", "dropout probability of 1.5");
+  refused(R"({"hidden_dropout_prob": 1.5})", "hidden_dropout_prob 1.5 is not a probability");
+  // Hugging Face would take -0.5 and fail later; ember names the key.
+  refused(R"({"classifier_dropout": -0.5})", "classifier_dropout -0.5 is not a probability");
+  // id2label's three labels and num_labels 5 disagree: refused rather than a head of either size.
+  refused(R"({"id2label": {"0": "a", "1": "b", "2": "c"}, "num_labels": 5})", "'num_labels' is 5, but id2label names 3");
+  refused(R"({"pad_token_id": null})", "'pad_token_id' is null");
   refused("[1, 2]", "not an object");
   refused("{", "not valid JSON");
   CHECK_THROWS_WITH_AS(nn::BertConfig::from_json_file(scratch.file("absent.json")), doctest::Contains("cannot open"),
@@ -282,10 +306,13 @@ TEST_CASE("BertConfig takes only JSON integers for sizes: 1e300, 12.7, 1.5 and 2
   refused(R"({"hidden_act": 3})", "'hidden_act'", "should be a string");
   refused(R"({"position_embedding_type": 1})", "'position_embedding_type'", "should be a string");
   const nn::BertConfig exact = nn::BertConfig::from_json_file(scratch.write(
-      "config.json", R"({"vocab_size": 20, "hidden_size": 8, "num_attention_heads": 2, "pad_token_id": null})"));
+      "config.json", R"({"vocab_size": 20, "hidden_size": 8, "num_attention_heads": 2, "pad_token_id": 3})"));
   CHECK(exact.vocab_size == 20);
   CHECK(exact.hidden_size == 8);
-  CHECK(exact.pad_token_id == 0);  // null: the default
+  CHECK(exact.pad_token_id == 3);
+  const nn::BertConfig labelled = nn::BertConfig::from_json_file(
+      scratch.write("config.json", R"({"id2label": {"0": "neg", "1": "pos"}, "num_labels": 2})"));
+  CHECK(labelled.num_labels == 2);
 }
 
 TEST_CASE("BERT's loader refuses a config.json or model.safetensors that is not a regular file") {

@@ -69,7 +69,7 @@ class MultiHeadAttention : public Module {
   MultiHeadAttention(int64_t d_model, int64_t num_heads, double dropout = 0.0, bool bias = true);
 
   // query [batch, L, d_model], key and value [batch, S, d_model]. A query whose keys are all
-  // masked gets NaN, as in PyTorch.
+  // masked attends to nothing: zero before out_proj (its bias alone after), zero gradients.
   MultiHeadAttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                    const MultiHeadAttentionOptions& options = {});
 

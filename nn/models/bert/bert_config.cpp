@@ -2,6 +2,7 @@
 #include "nn/models/bert/bert_config.h"
 
 #include <filesystem>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -35,13 +36,27 @@ BertConfig BertConfig::from_json_file(const std::string& path) {
   read_integer("max_position_embeddings", c.max_position_embeddings);
   read_integer("type_vocab_size", c.type_vocab_size);
   read_number("layer_norm_eps", c.layer_norm_eps);
+  // null is not "the default" here: Hugging Face then builds the word table without a padding
+  // row, where ember's BERT always keeps one (zero, and never trained): refused, not read as 0.
+  if (config.has("pad_token_id") && !config.has_value("pad_token_id")) {
+    config.fail_at("pad_token_id", "is null; ember's BERT needs the id of its padding token (Hugging Face's "
+                                   "default is 0)");
+  }
   read_integer("pad_token_id", c.pad_token_id);
   read_number("initializer_range", c.initializer_range);
   if (config.has_value("classifier_dropout")) c.classifier_dropout = config.number_at("classifier_dropout");
   if (config.has("id2label") && config.at("id2label").is_object()) {
     c.num_labels = static_cast<int64_t>(config.at("id2label").size());
   }
-  read_integer("num_labels", c.num_labels);
+  if (config.has_value("num_labels")) {
+    const int64_t num_labels = config.integer_at("num_labels");
+    // Hugging Face keeps id2label's count when the two disagree (with a warning): a classifier
+    // of the other size would not match the checkpoint's head, so the file is refused.
+    if (config.has("id2label") && config.at("id2label").is_object() && num_labels != c.num_labels) {
+      config.fail_at("num_labels", fmt::format("is {}, but id2label names {} labels", num_labels, c.num_labels));
+    }
+    c.num_labels = num_labels;
+  }
   if (config.has_value("position_embedding_type")) {
     const std::string position_type = config.string_at("position_embedding_type");
     if (position_type != "absolute") {
@@ -96,8 +111,11 @@ void BertConfig::check() const {
   }
   EMBER_CHECK(pad_token_id >= 0 && pad_token_id < vocab_size, "BertConfig: pad_token_id {} is not in [0, vocab_size {})",
               pad_token_id, vocab_size);
-  for (const double p : {hidden_dropout_prob, attention_probs_dropout_prob, classifier_dropout.value_or(0.0)}) {
-    EMBER_CHECK(p >= 0 && p < 1, "BertConfig: a dropout probability of {} is not in [0, 1)", p);
+  const std::pair<const char*, double> probabilities[] = {{"hidden_dropout_prob", hidden_dropout_prob},
+                                                          {"attention_probs_dropout_prob", attention_probs_dropout_prob},
+                                                          {"classifier_dropout", classifier_dropout.value_or(0.0)}};
+  for (const auto& [key, p] : probabilities) {
+    EMBER_CHECK(p >= 0 && p < 1, "BertConfig: {} {} is not a probability in [0, 1)", key, p);
   }
   EMBER_CHECK(layer_norm_eps > 0, "BertConfig: layer_norm_eps {} must be positive", layer_norm_eps);
 }
