@@ -235,6 +235,8 @@ TEST_CASE("read_polarity_lexicon: a missing file, bad JSON, a bad score and a co
   CHECK_THROWS_WITH_AS(read(R"({"good": 3.0})"), doctest::Contains("got 3.0"), Error);
   CHECK_THROWS_WITH_AS(read(R"({"good": 1e300})"), doctest::Contains("got 1e+300"), Error);
   CHECK_THROWS_WITH_AS(read(R"({"good": 9223372036854775808})"), doctest::Contains("got 9223372036854775808"), Error);
+  CHECK_THROWS_WITH_AS(read(R"({"bad": 18446744073709551615})"), doctest::Contains("got 18446744073709551615"),
+                       Error);
   CHECK_THROWS_WITH_AS(read(R"({"good": [3]})"), doctest::Contains("got a JSON array"), Error);
   CHECK_THROWS_WITH_AS(read("{\"good\": " + std::string(100'000, '[') + std::string(100'000, ']') + "}"),
                        doctest::Contains("nested deeper than"), Error);

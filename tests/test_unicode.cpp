@@ -26,6 +26,8 @@ TEST_CASE("UTF-8 decodes one to four bytes and encodes back") {
   CHECK(decode_utf8_at(text, 1).length == 2);
   CHECK(decode_utf8_at(text, 3).length == 3);
   CHECK(decode_utf8_at(text, 6).length == 4);
+  CHECK_THROWS_WITH_ALL(decode_utf8_at(text, text.size()), "decode_utf8_at: offset 10 is past the end of a 10-byte");
+  CHECK_THROWS_WITH_ALL(decode_utf8_at(std::string_view(), 0), "past the end");
   CHECK(encode_utf8(U'\u00E9') == "\xC3\xA9");
   CHECK(find_invalid_utf8(text) == std::nullopt);
   CHECK(decode_utf8("").empty());

@@ -292,6 +292,14 @@ TEST_CASE("WordPiece refuses bad vocabularies and bad files, naming them") {
   const std::string blank_line = dir.file("blank.txt");
   write_text_file(blank_line, "[UNK]\n\na\n");
   CHECK_THROWS_WITH_ALL(WordPieceTokenizer::from_vocab_txt(blank_line), blank_line.c_str(), "line 2");
+  // Lines that are not UTF-8 text, as Hugging Face refuses them: a 0xff byte, a NUL byte.
+  const std::string binary = dir.file("binary.txt");
+  write_text_file(binary, std::string("[UNK]\na\nb\xff\n"));
+  CHECK_THROWS_WITH_ALL(WordPieceTokenizer::from_vocab_txt(binary), binary.c_str(), "line 3 is not UTF-8",
+                        "0xff at column 2");
+  write_text_file(binary, std::string("[UNK]\nx\0y\n", 10));
+  CHECK_THROWS_WITH_ALL(WordPieceTokenizer::from_vocab_txt(binary), binary.c_str(), "line 2 is not UTF-8",
+                        "0x00 at column 2");
 
   // A saved tokenizer with a key removed or of the wrong kind.
   const WordPieceTokenizer small({"[UNK]", "a"});

@@ -22,7 +22,7 @@ struct DecodedCodePoint {
   size_t length;
 };
 
-// Decodes the code point that starts at byte `offset` of `text` (offset < text.size()).
+// Decodes the code point that starts at byte `offset` of `text`; an offset past the end throws.
 DecodedCodePoint decode_utf8_at(std::string_view text, size_t offset);
 
 // Decodes a whole string; malformed bytes become U+FFFD (one per byte).

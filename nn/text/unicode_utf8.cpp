@@ -14,6 +14,8 @@ bool is_continuation_byte(unsigned char byte) { return (byte & 0xC0) == 0x80; }
 }  // namespace
 
 DecodedCodePoint decode_utf8_at(std::string_view text, size_t offset) {
+  EMBER_CHECK(offset < text.size(), "decode_utf8_at: offset {} is past the end of a {}-byte string", offset,
+              text.size());
   const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[offset + i]); };
   const unsigned char lead = byte(0);
   if (lead < 0x80) return {lead, 1};

@@ -93,7 +93,15 @@ WordPieceTokenizer WordPieceTokenizer::from_vocab_txt(const std::string& path, W
   // vocab.txt ends with a newline; an empty token anywhere else is a damaged file.
   EMBER_CHECK(!tokens.empty(), "WordPieceTokenizer::from_vocab_txt: '{}' holds no tokens", path);
   for (size_t line = 0; line < tokens.size(); ++line) {
-    EMBER_CHECK(!tokens[line].empty(), "WordPieceTokenizer::from_vocab_txt: '{}': line {} is empty", path, line + 1);
+    const std::string& token = tokens[line];
+    EMBER_CHECK(!token.empty(), "WordPieceTokenizer::from_vocab_txt: '{}': line {} is empty", path, line + 1);
+    // A vocabulary is UTF-8 text (Hugging Face's reader refuses anything else); a NUL byte or a
+    // malformed sequence means a damaged or binary file.
+    const std::optional<size_t> invalid = find_invalid_utf8(token);
+    EMBER_CHECK(!invalid && token.find('\0') == std::string::npos,
+                "WordPieceTokenizer::from_vocab_txt: '{}': line {} is not UTF-8 text (byte 0x{:02x} at column {})",
+                path, line + 1, static_cast<unsigned char>(token[invalid.value_or(token.find('\0'))]),
+                invalid.value_or(token.find('\0')) + 1);
   }
   return tokenizer_from_file(std::move(tokens), options, "WordPieceTokenizer::from_vocab_txt", path);
 }
