@@ -547,7 +547,9 @@ int main(int argc, char** argv) {
   examples::add_common_options(app, common);
   TrainingRequest request;
   Recipe& recipe = request.recipe;
-  app.add_option("--minutes", request.minutes, "training time budget (the learning rate's schedule ends with it)")->check(examples::above(0))->capture_default_str();
+  app.add_option("--minutes", request.minutes, "training time budget (the learning rate's schedule ends with it)")
+      ->check(examples::above(0))
+      ->capture_default_str();
   app.add_option("--steps", request.steps, "training steps (0: as many as fit in --minutes)")
       ->check(examples::at_least(0))
       ->capture_default_str();

@@ -38,10 +38,10 @@
 //      every head spreads its attention evenly, the model predicts a [MASK] from the bag of
 //      pieces around it, and in 20 minutes on 2 cores it does not learn to look next door.
 //   6. Training: 9,000 steps of AdamW (lr 1e-3, weight decay 0.01), warm-up then cosine decay
-//      (paced to end with --minutes, 20, if they run out first), batches of 32 sequences, dropout 0.1,
-//      bfloat16 autocast when the CPU multiplies bfloat16 (--precision), a progress bar, a
-//      checkpoint every 200 steps (--resume), and on the held-out addresses the masked-token
-//      accuracy and perplexity.
+//      (paced to end with --minutes, 20, if they run out first), batches of 32 sequences,
+//      dropout 0.1, bfloat16 autocast when the CPU multiplies bfloat16 (--precision), a progress
+//      bar, a checkpoint every 200 steps (--resume), and on the held-out addresses the
+//      masked-token accuracy and perplexity.
 //   6b. --polarity words, sentiment-aware pretraining (after SKEP, Tian et al., 2020): masked
 //      language modelling learns that "good" and "bad" fill the same blanks, and puts them side by
 //      side. A second head, one Linear on the final states, learns at every word of the AFINN-165
@@ -589,7 +589,8 @@ int main(int argc, char** argv) {
     nn::save(*model.mlm, common.out_path("model.safetensors"));
     fmt::print("held-out masked-token accuracy {:.1f}%, perplexity {:.1f}, after {} steps{}\n", 100 * last.accuracy,
                std::exp(last.loss), step,
-               finished_before ? " (trained before this --resume)" : fmt::format(" in {:.0f} s", budget.elapsed_seconds()));
+               finished_before ? std::string(" (trained before this --resume)")
+                               : fmt::format(" in {:.0f} s", budget.elapsed_seconds()));
     if (with_polarity) {
       fmt::print("polarity of the {} hidden opinion words, from their sentences: {:.1f}% right ({:.1f}% are "
                  "positive)\n",

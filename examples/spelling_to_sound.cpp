@@ -757,7 +757,9 @@ int main(int argc, char** argv) {
   bool evaluate_only = false;
   app.add_option("--say", say_words, "pronounce these words with the saved model (no training)");
   app.add_flag("--evaluate", evaluate_only, "evaluate the saved model on the test split (no training)");
-  app.add_option("--minutes", recipe.minutes, "training time budget (the learning rate's schedule ends with it)")->check(examples::above(0))->capture_default_str();
+  app.add_option("--minutes", recipe.minutes, "training time budget (the learning rate's schedule ends with it)")
+      ->check(examples::above(0))
+      ->capture_default_str();
   app.add_option("--steps", recipe.steps, "training steps (0: as many as fit in --minutes)")
       ->check(examples::at_least(0))
       ->capture_default_str();

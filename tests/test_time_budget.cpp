@@ -20,7 +20,8 @@ struct PacedRun {
   double time = 0;
 
   train::TimeBudget budget(double seconds) {
-    return train::TimeBudget({.seconds = seconds, .clock = [this] { return time; }, .agree = [](double v) { return v; }});
+    return train::TimeBudget(
+        {.seconds = seconds, .clock = [this] { return time; }, .agree = [](double value) { return value; }});
   }
 };
 
