@@ -347,7 +347,8 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   // last one. A resumed run takes the plan of the run it continues (config.json); --steps N
   // fixes it; otherwise it is measured: a first evaluation and sample, then a few training
   // steps at the warmup's rates (which do not depend on the total), give the time of each, and
-  // the step count that fills the budget follows.
+  // the step count that fills the budget follows. Should the steps turn out slower than planned,
+  // the schedule is paced to end with the time (train::TimeBudget).
   const std::string config_path = common.out_path("config.json");
   const std::string checkpoint_path = common.out_path("checkpoint.safetensors");
   nlohmann::json config = recipe_json(recipe, tokenizer.vocab_size());
@@ -374,7 +375,7 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   }
 
   const Clock::time_point start_time = Clock::now();
-  const double budget = request.minutes * 60;
+  train::TimeBudget budget({.seconds = request.minutes * 60});
   // A provisional schedule for the planning steps; replaced once the plan is fixed.
   std::unique_ptr<nn::Scheduler> scheduler =
       make_scheduler(optimizer, recipe, total_steps > 0 ? total_steps : std::numeric_limits<int32_t>::max());
@@ -386,6 +387,7 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
     }
     fmt::print("--resume: {} (of {} steps)\n", found, total_steps);
   }
+  budget.pace(*scheduler, total_steps);
   const int64_t start_step = step;
   // The clock column counts the training time of the whole run, across resumptions.
   double elapsed_before = 0;
@@ -434,7 +436,7 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
       {.enabled = examples::cuda_graphs_apply(common, device)});
   auto train_step = [&](int64_t at_step) {
     const Tensor loss = forward_backward_update({training_batch(train_ids, at_step, recipe, common.seed, device)});
-    scheduler->step();
+    budget.step_done();  // the schedule's next step, or further if the time runs short
     return loss.item<double>();
   };
 
@@ -464,24 +466,20 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
                 "give --steps",
                 recipe.warmup, kPlanningSteps, kPlanningSteps);
     const double eval_seconds = first_evaluation();
-    Clock::time_point timed_start;
-    for (step = 1; step <= kPlanningSteps; ++step) {
-      if (step == kUntimedSteps + 1) timed_start = Clock::now();  // the first steps warm the allocator up
-      record(train_step(step - 1));
-    }
+    for (step = 1; step <= kPlanningSteps; ++step) record(train_step(step - 1));
     step = kPlanningSteps;
-    const double step_seconds = seconds_since(timed_start) / (kPlanningSteps - kUntimedSteps);
-    // Time left, less a 3% margin, shared between steps and one evaluation every eval_every
-    // steps (the last step evaluates too).
-    const double left = 0.97 * budget - seconds_since(start_time) - eval_seconds;
-    total_steps = step + std::max<int64_t>(
-                             1, static_cast<int64_t>(left / (step_seconds + eval_seconds / request.eval_every)));
+    const double step_seconds = budget.median_step_seconds(kUntimedSteps);  // the first steps warm the allocator up
+    // Time left, less a 3% margin and the last step's evaluation, shared between steps and one
+    // evaluation every eval_every steps.
+    total_steps = step + std::max<int64_t>(1, budget.steps_that_fit(step_seconds + eval_seconds / request.eval_every,
+                                                                    0.03 * budget.budget_seconds() + eval_seconds));
     fmt::print("plan: {:.0f} ms per step, {:.1f} s per evaluation and sample -> {} steps in {:.0f} minutes "
                "(--steps {} repeats this run)\n",
                1000 * step_seconds, eval_seconds, total_steps, request.minutes, total_steps);
     const nn::StateDict schedule_state = scheduler->state_dict();
     scheduler = make_scheduler(optimizer, recipe, total_steps);
     scheduler->load_state_dict(schedule_state);
+    budget.pace(*scheduler, total_steps);
   } else if (start_step == 0) {
     first_evaluation();
   }
@@ -493,13 +491,12 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   train::CheckpointSaver saver(checkpoint_path, request.eval_every, *model, optimizer, scheduler.get(), &scaler);
   train::ProgressBar progress(total_steps, {.label = "train", .unit = "chars"}, step);
   double val_loss = std::nan("");
-  bool out_of_time = false;
-  for (++step; step <= total_steps; ++step) {
+  while (!budget.finished()) {
+    ++step;
     record(train_step(step - 1));
     progress.update(step, {{"loss", mean_train_loss()}, {"lr", optimizer.lr(0)}},
                     static_cast<double>(recipe.batch * recipe.context));
-    out_of_time = seconds_since(start_time) > budget;
-    const bool evaluate_now = step % request.eval_every == 0 || step == total_steps || out_of_time;
+    const bool evaluate_now = step % request.eval_every == 0 || budget.finished();
     if (step % log_every != 0 && !evaluate_now) continue;
     train::MetricValues values = {{"train_loss", mean_train_loss()}, {"lr", optimizer.lr(0)}};
     loss_sum = 0;
@@ -513,14 +510,14 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
     }
     values.push_back({"elapsed_s", elapsed()});
     log.write(step, values);
-    if (out_of_time) break;
   }
   progress.finish();
   // A run resumed from its last checkpoint has no step left to take: score what it saved.
   if (std::isnan(val_loss)) val_loss = validation_loss(*model, validation, eval_batch, device);
   const int64_t last_step = std::min(step, total_steps);
-  if (out_of_time && last_step < total_steps) {
-    fmt::print("the {}-minute budget ran out at step {} of {}\n", request.minutes, last_step, total_steps);
+  if (budget.out_of_time() && last_step < total_steps) {
+    fmt::print("the {}-minute budget ran out at step {} of {}; the learning rate's schedule was paced to end with "
+               "it\n", request.minutes, last_step, total_steps);
   }
 
   // Stage 7: what the run leaves behind: the model, its tokenizer and config for --sample, and
@@ -544,7 +541,9 @@ int main(int argc, char** argv) {
   examples::add_common_options(app, common);
   TrainingRequest request;
   Recipe& recipe = request.recipe;
-  app.add_option("--minutes", request.minutes, "training time budget")->check(examples::above(0))->capture_default_str();
+  app.add_option("--minutes", request.minutes, "training time budget (the learning rate's schedule ends with it)")
+      ->check(examples::above(0))
+      ->capture_default_str();
   app.add_option("--steps", request.steps, "training steps (0: as many as fit in --minutes)")
       ->check(examples::at_least(0))
       ->capture_default_str();

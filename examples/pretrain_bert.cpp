@@ -1,8 +1,8 @@
 // Pretraining a small BERT by masked language modelling: the first half of the transfer-learning
 // lesson of "NLP with Transformers". A transformer that has read plain English (here about
 // 2 million words: State of the Union addresses, Moby Dick, the sentiment training sentences
-// without their labels) knows what words mean before it sees a single label; text_classifier
-// --model bert --init-from out/pretrain_bert then fine-tunes it on the 2,400 labelled sentences.
+// without their labels) knows what words mean before it sees a single label; fine_tune_bert
+// --init-from out/pretrain_bert then fine-tunes it on the 2,400 labelled sentences.
 //
 //   bash scripts/fetch_data.sh sotu moby-dick sentiment bert-vocab
 //   ./build/examples/pretrain_bert                          # 10 minutes on 2 cores (bf16)
@@ -31,16 +31,17 @@
 //      Each (step, row) draws its own masks from the seed, so a resumed run masks as the
 //      uninterrupted one. --masking words chooses whole words instead: a word's "##" pieces are
 //      chosen with its first piece (whole-word masking, as BERT's later checkpoints were made).
-//   5. Model: nn::BertForMaskedLM, 2 post-LN layers of width 128, 4 heads, feed-forward 512,
+//   5. Model: nn::BertForMaskedLM, 2 post-LN layers of width 128, 4 heads, feed-forward 512 (the
+//      small BERT of examples/common/small_bert.h, which fine_tune_bert trains from scratch too),
 //      started with two heads of the first layer looking at the pieces just before and after
 //      (nn::init_neighbour_heads, --init neighbours): from BERT's own initialisation (--init bert)
 //      every head spreads its attention evenly, the model predicts a [MASK] from the bag of
 //      pieces around it, and in 20 minutes on 2 cores it does not learn to look next door.
 //   6. Training: 9,000 steps of AdamW (lr 1e-3, weight decay 0.01), warm-up then cosine decay
-//      (stopped early when --minutes, 20, run out), batches of 32 sequences, dropout 0.1,
-//      bfloat16 autocast when the CPU multiplies bfloat16 (--precision), a progress bar, a
-//      checkpoint every 200 steps (--resume), and on the held-out addresses the masked-token
-//      accuracy and perplexity.
+//      (paced to end with --minutes, 20, if they run out first), batches of 32 sequences,
+//      dropout 0.1, bfloat16 autocast when the CPU multiplies bfloat16 (--precision), a progress
+//      bar, a checkpoint every 200 steps (--resume), and on the held-out addresses the
+//      masked-token accuracy and perplexity.
 //   6b. --polarity words, sentiment-aware pretraining (after SKEP, Tian et al., 2020): masked
 //      language modelling learns that "good" and "bad" fill the same blanks, and puts them side by
 //      side. A second head, one Linear on the final states, learns at every word of the AFINN-165
@@ -49,7 +50,7 @@
 //      it is scored at the hidden opinion words only: their polarity must come from the sentence.
 //      Fine-tuning loads the BERT, not this head.
 //   7. The result: config.json, model.safetensors (Hugging Face's names) and vocab.txt, which
-//      text_classifier --init-from reads; --fill shows the five likeliest pieces for a [MASK].
+//      fine_tune_bert --init-from reads; --fill shows the five likeliest pieces for a [MASK].
 //      --init-from DIR goes on pretraining such a model, on --text sentiment for instance.
 #include <ember.h>
 
@@ -61,24 +62,25 @@
 #include "common/options.h"
 #include "core/cpu/bf16_gemm.h"
 #include "common/run_main.h"
+#include "common/small_bert.h"
 
 using namespace ember;
 
 namespace {
 
 struct Recipe {
-  int64_t length = 128;
-  int64_t hidden = 128;
-  int64_t layers = 2;
-  int64_t heads = 4;
+  int64_t length = examples::SmallBert{}.positions;  // word pieces per sequence
+  int64_t hidden = examples::SmallBert{}.hidden;
+  int64_t layers = examples::SmallBert{}.layers;
+  int64_t heads = examples::SmallBert{}.heads;
   int64_t batch = 32;
   double lr = 1e-3;
   int64_t steps = 9000;
   double minutes = 20;
   std::string text = "all";  // all: addresses, Moby Dick and sentiment sentences; sentiment: those alone
   int64_t sentiment_repeats = 20;  // the sentiment sentences appear this many times in the text
-  double dropout = 0.1;
-  double init_range = 0.02;  // the standard deviation of the initial weights (BERT's initializer_range)
+  double dropout = examples::SmallBert{}.dropout;
+  double init_range = examples::SmallBert{}.init_range;  // the standard deviation of the initial weights
   std::string init = "neighbours";  // neighbours: nn::init_neighbour_heads; bert: BERT's own initialisation
   std::string init_from;  // a pretrained model's folder to go on pretraining from (its shape, its weights)
   std::string vocab = "corpus";  // corpus: BERT's pieces pruned to this text's most used; bert: all of them
@@ -108,17 +110,10 @@ class PretrainingModel : public nn::Module {
 };
 
 nn::BertConfig model_config(const Recipe& recipe, int64_t vocab_size) {
-  nn::BertConfig config;
-  config.vocab_size = vocab_size;
-  config.hidden_size = recipe.hidden;
-  config.num_hidden_layers = recipe.layers;
-  config.num_attention_heads = recipe.heads;
-  config.intermediate_size = 4 * recipe.hidden;
-  config.max_position_embeddings = recipe.length;
-  config.initializer_range = recipe.init_range;
-  config.hidden_dropout_prob = recipe.dropout;
-  config.attention_probs_dropout_prob = recipe.dropout;
-  return config;
+  const examples::SmallBert shape{.hidden = recipe.hidden, .layers = recipe.layers, .heads = recipe.heads,
+                                  .positions = recipe.length, .dropout = recipe.dropout,
+                                  .init_range = recipe.init_range};
+  return shape.config(vocab_size);
 }
 
 // Sentences and paragraphs as documents: each is tokenized whole.
@@ -358,7 +353,8 @@ int main(int argc, char** argv) {
   Recipe recipe;
   std::string sentence;
   app.add_option("--steps", recipe.steps, "training steps (the schedule's length)")->check(examples::above(0))->capture_default_str();
-  app.add_option("--minutes", recipe.minutes, "stop training after this long even if steps remain")
+  app.add_option("--minutes", recipe.minutes, "the time budget: the learning rate's schedule is paced to end with "
+                 "it if the steps do not fit")
       ->check(examples::above(0))
       ->capture_default_str();
   app.add_option("--hidden", recipe.hidden, "width of the model")->check(examples::above(0))->capture_default_str();
@@ -483,8 +479,8 @@ int main(int argc, char** argv) {
                config.hidden_size, config.num_attention_heads, model.mlm->num_parameters(),
                recipe.init_from.empty() ? recipe.init + " initialisation" : "from " + recipe.init_from);
 
-    // 6. Training: --steps steps (the warm-up and cosine decay are laid out over them), stopped
-    // early if --minutes runs out.
+    // 6. Training: --steps steps (the warm-up and cosine decay are laid out over them), or as
+    // many as --minutes hold, the schedule paced to end with the time.
     datasets::BatchSchedule schedule = datasets::BatchSchedule::shuffled(
         static_cast<int64_t>(train_sequences.ids.size()), recipe.batch, common.seed);
     const int64_t planned_steps = recipe.steps;
@@ -504,13 +500,15 @@ int main(int argc, char** argv) {
     if (with_polarity) columns.insert(columns.end(), {"train_polarity_loss", "held_out_polarity_accuracy"});
     train::MetricsLog log(common.out_path("metrics.csv"), columns, resumed);
     train::ProgressBar progress(planned_steps, {.label = "pretrain", .unit = "sequences"}, resumed.value_or(0));
-    const auto started = std::chrono::steady_clock::now();
+    train::TimeBudget budget({.seconds = 60 * recipe.minutes});
+    budget.pace(scheduler, planned_steps);
     double loss_sum = 0, polarity_loss_sum = 0;
     int64_t loss_count = 0, polarity_loss_count = 0, step = resumed.value_or(0);
     HeldOut last;
     double neighbours = 0;
     model.train();
-    for (step = step + 1; step <= planned_steps; ++step) {
+    while (!budget.finished()) {
+      ++step;
       const std::vector<int64_t> rows = schedule.batch(step - 1);
       const Batch batch = masked_batch(train_sequences, rows, options, common.seed, step, device);
       Tensor loss, polarity_loss;
@@ -523,7 +521,7 @@ int main(int argc, char** argv) {
       nn::clip_grad_norm_(model.parameters(), 1.0);
       scaler.step(optimizer);
       scaler.update();
-      scheduler.step();
+      budget.step_done();  // the schedule's next step, or further if the time runs short
       loss_sum += loss.item<double>();
       ++loss_count;
       if (polarity_loss.defined()) {
@@ -531,9 +529,7 @@ int main(int argc, char** argv) {
         ++polarity_loss_count;
       }
       progress.update(step, {{"loss", loss_sum / loss_count}}, static_cast<double>(rows.size()));
-      const bool out_of_time =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > 60 * recipe.minutes;
-      if (step % 200 == 0 || step == planned_steps || out_of_time) {
+      if (step % 200 == 0 || budget.finished()) {
         last = evaluate(model, held_out_sequences, options, device);
         neighbours = neighbour_attention(model, held_out_sequences, options, device);
         train::MetricValues values{{"train_loss", loss_sum / loss_count}, {"held_out_loss", last.loss},
@@ -556,13 +552,13 @@ int main(int argc, char** argv) {
         loss_count = polarity_loss_count = 0;
         saver.save(step);
       }
-      if (out_of_time) {
-        progress.print_line(fmt::format("time budget of {} minutes reached at step {}", recipe.minutes, step));
-        break;
+      if (budget.out_of_time()) {
+        progress.print_line(fmt::format("time budget of {} minutes reached at step {}; the learning rate's schedule "
+                                        "was paced to end with it", recipe.minutes, step));
       }
     }
     progress.finish();
-    const bool finished_before = resumed.value_or(0) >= planned_steps;
+    const bool finished_before = resumed.has_value() && step == *resumed;
     if (finished_before) {
       // --resume of a run that had already finished: no step ran, so measure what was saved.
       last = evaluate(model, held_out_sequences, options, device);
@@ -574,10 +570,10 @@ int main(int argc, char** argv) {
     config.to_json_file(common.out_path("config.json"));
     tokenizer.save_vocab_txt(common.out_path("vocab.txt"));
     nn::save(*model.mlm, common.out_path("model.safetensors"));
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     fmt::print("held-out masked-token accuracy {:.1f}%, perplexity {:.1f}, after {} steps{}\n", 100 * last.accuracy,
-               std::exp(last.loss), std::min(step, planned_steps),
-               finished_before ? " (trained before this --resume)" : fmt::format(" in {:.0f} s", seconds));
+               std::exp(last.loss), step,
+               finished_before ? std::string(" (trained before this --resume)")
+                               : fmt::format(" in {:.0f} s", budget.elapsed_seconds()));
     if (with_polarity) {
       fmt::print("polarity of the {} hidden opinion words, from their sentences: {:.1f}% right ({:.1f}% are "
                  "positive)\n",

@@ -285,9 +285,6 @@ std::vector<Pronunciation> spread_subset(const std::vector<Pronunciation>& words
 
 // ---- Training --------------------------------------------------------------------------------
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
 // The final evaluation on every test word: greedy decoding takes the most likely phoneme at each
 // step; beam search keeps the beam_size most likely prefixes, and can recover when the best
 // first phoneme leads to a worse whole. Prints both and returns them for results.json.
@@ -497,16 +494,13 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
         return loss;
       },
       {.enabled = graphs});
-  const double budget_seconds = recipe.minutes * 60;
-  const auto training_start = Clock::now();
-  double timing_start = 0;  // when the timed steps began
+  // The budget paces the schedule: should the steps turn out slower than planned, it ends with
+  // the time rather than at the planned step.
+  train::TimeBudget budget({.seconds = recipe.minutes * 60});
+  budget.pace(*scheduler, total_steps);
   int64_t step = start;
   model->train();
-  while (total_steps == 0 || step < total_steps) {
-    if (seconds_since(training_start) >= budget_seconds) {
-      fmt::print("the {}-minute budget ran out at step {} of {}\n", recipe.minutes, step, total_steps);
-      break;
-    }
+  while (!budget.finished()) {
     ++step;
     const std::vector<int64_t> indices = schedule.batch(step - 1);
     const datasets::PaddedBatch letters =
@@ -518,7 +512,7 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
     const Tensor decoder_input = phonemes.ids.slice(1, 0, -1).to(device);
     const Tensor next_phonemes = phonemes.ids.slice(1, 1, std::nullopt).contiguous().to(device);
     const Tensor loss = forward_backward_update({letters.ids.to(device), decoder_input, next_phonemes});
-    scheduler->step();
+    budget.step_done();  // the schedule's next step, or further if the time runs short
     const double loss_value = loss.item();
     loss_sum += loss_value;
     ++loss_count;
@@ -526,28 +520,31 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
     if (progress) {
       progress->update(step, {{"loss", loss_value}, {"lr", optimizer.lr(0)}}, static_cast<double>(indices.size()));
     }
-    if (step == 5) timing_start = seconds_since(training_start);  // the first steps warm up caches
     if (step == plan_at) {
-      // The plan: measure the time of a step and of an evaluation, and fit as many steps as the
-      // budget holds. The warm-up is not over yet, so the rest of the schedule can still be
-      // fixed to that count.
-      const double step_seconds = (seconds_since(training_start) - timing_start) / static_cast<double>(plan_at - 5);
-      const double eval_seconds = evaluate_during_training(step, seconds_since(training_start));
-      const double left = budget_seconds - seconds_since(training_start);
+      // The plan: measure the time of a step (the first 5 warm up caches) and of an evaluation,
+      // and fit as many steps as the budget holds. The warm-up is not over yet, so the rest of
+      // the schedule can still be fixed to that count.
+      const double step_seconds = budget.median_step_seconds(5);
+      const double eval_seconds = evaluate_during_training(step, budget.elapsed_seconds());
       const double per_step = step_seconds + eval_seconds / static_cast<double>(recipe.eval_every);
-      total_steps = step + std::max<int64_t>(static_cast<int64_t>(left / per_step), 1);
+      total_steps = step + std::max<int64_t>(budget.steps_that_fit(per_step), 1);
       fmt::print("{:.3f} s a step, {:.1f} s an evaluation: {} steps fit in {} minutes (--steps {} repeats this run)\n",
                  step_seconds, eval_seconds, total_steps, recipe.minutes, total_steps);
       auto planned = std::make_unique<nn::Scheduler>(optimizer, schedule_for(total_steps));
       for (int64_t s = 0; s < step; ++s) planned->step();  // catch up to this step
       scheduler = std::move(planned);
+      budget.pace(*scheduler, total_steps);
       fix_step_count(step, true);
     } else if (step % recipe.eval_every == 0 || step == total_steps) {
-      evaluate_during_training(step, seconds_since(training_start));
+      evaluate_during_training(step, budget.elapsed_seconds());
     }
   }
   if (progress) progress->finish();
-  const double training_seconds = seconds_since(training_start);
+  if (budget.out_of_time() && (total_steps == 0 || step < total_steps)) {
+    fmt::print("the {}-minute budget ran out at step {} of {}; the learning rate's schedule was paced to end with it\n",
+               recipe.minutes, step, total_steps);
+  }
+  const double training_seconds = budget.elapsed_seconds();
   if (total_steps == 0) {  // the budget ran out before the plan: the run is what it did
     total_steps = step;
     fix_step_count(step, false);
@@ -760,7 +757,9 @@ int main(int argc, char** argv) {
   bool evaluate_only = false;
   app.add_option("--say", say_words, "pronounce these words with the saved model (no training)");
   app.add_flag("--evaluate", evaluate_only, "evaluate the saved model on the test split (no training)");
-  app.add_option("--minutes", recipe.minutes, "training time budget")->check(examples::above(0))->capture_default_str();
+  app.add_option("--minutes", recipe.minutes, "training time budget (the learning rate's schedule ends with it)")
+      ->check(examples::above(0))
+      ->capture_default_str();
   app.add_option("--steps", recipe.steps, "training steps (0: as many as fit in --minutes)")
       ->check(examples::at_least(0))
       ->capture_default_str();

@@ -456,7 +456,7 @@ int main(int argc, char** argv) {
     EMBER_CHECK(recipe.d_model % recipe.heads == 0, "--heads {} must divide --d-model {}", recipe.heads,
                 recipe.d_model);
     const auto program_start = Clock::now();
-    const double budget_seconds = recipe.minutes * 60;
+    train::TimeBudget budget({.seconds = recipe.minutes * 60});
     const Device device = examples::setup_run(common);
 
     // ---- 1. The data ----------------------------------------------------------------------
@@ -568,6 +568,9 @@ int main(int argc, char** argv) {
       resumed_step = train::resume_from(checkpoint_path, *model, optimizer, scheduler.get(), &found, &scaler);
       fmt::print("--resume: {}\n", found);
     }
+    // Planned or not yet, the schedule is paced by the budget: should the steps turn out slower
+    // than planned, it ends with the time rather than at the planned step.
+    budget.pace(*scheduler, total_steps);
 
     // The step itself: forward, loss, backward, clipping, AdamW. On a GPU the step of each batch
     // shape is captured once as a CUDA graph and replayed after (nn/train/graphed_steps.h); the
@@ -612,7 +615,7 @@ int main(int argc, char** argv) {
       const Tensor target =
           datasets::pad_batch(datasets::take(train_pairs.target, indices), pad_id, -1, length_multiple).ids.to(device);
       const Tensor loss = forward_backward_update({source, target});
-      scheduler->step();
+      budget.step_done();  // the schedule's next step, or further if the time runs short
       int64_t tokens = 0;
       for (const int64_t index : indices) {
         tokens += static_cast<int64_t>(train_pairs.source[index].size() + train_pairs.target[index].size());
@@ -632,32 +635,24 @@ int main(int argc, char** argv) {
       // the probe is longer there, long enough for replays to be most of it.
       const int64_t probe_steps = std::min<int64_t>(graphs ? 100 : 30, recipe.warmup_steps);
       const int64_t skipped = 3;
-      std::vector<double> probe_seconds;
       fmt::print("\n4. training: measuring the step time over {} steps...\n", probe_steps);
       std::fflush(stdout);
       while (step < probe_steps) {
-        const auto step_start = Clock::now();
-        const auto [loss, tokens] = train_step(++step);  // reads the loss: the step has finished
-        if (step > skipped) probe_seconds.push_back(seconds_since(step_start));
+        const auto [loss, tokens] = train_step(++step);
         loss_sum += loss;
         ++loss_count;
       }
-      std::nth_element(probe_seconds.begin(), probe_seconds.begin() + probe_seconds.size() / 2, probe_seconds.end());
-      const double step_seconds = probe_seconds.empty() ? 1.0 : probe_seconds[probe_seconds.size() / 2];
+      const double step_seconds = budget.steps_done() > skipped ? budget.median_step_seconds(skipped) : 1.0;
+      // 5% of the time left for the evaluations along the way; every rank runs rank 0's plan.
       const double evaluation_share = 0.05;
-      const double left = budget_seconds - seconds_since(program_start);
-      total_steps = step + std::max<int64_t>(0, static_cast<int64_t>(left * (1 - evaluation_share) / step_seconds));
-      if (data_parallel) {  // every rank runs rank 0's plan
-        Tensor planned = tensor({total_steps}, {1});
-        distributed::broadcast(planned, 0);
-        total_steps = planned.item<int64_t>();
-      }
+      total_steps = step + budget.steps_that_fit(step_seconds / (1 - evaluation_share));
       fmt::print("   {:.3f} s per step: {} steps fit in the budget ({:.1f} epochs of {} batches); --steps {} "
                  "repeats this run\n",
                  step_seconds, total_steps, static_cast<double>(total_steps) / static_cast<double>(batches_per_epoch),
                  batches_per_epoch, total_steps);
       scheduler = std::make_unique<nn::Scheduler>(optimizer, make_schedule(total_steps));
       for (int64_t s = 0; s < step; ++s) scheduler->step();
+      budget.pace(*scheduler, total_steps);
     } else {
       fmt::print("\n4. training: {} steps ({:.1f} epochs of {} batches){}\n", total_steps,
                  static_cast<double>(total_steps) / static_cast<double>(batches_per_epoch), batches_per_epoch,
@@ -686,16 +681,13 @@ int main(int argc, char** argv) {
                           resumed_step);
     train::ProgressBar progress(total_steps, {.label = "train", .unit = "tok"}, step);
     const auto loop_start = Clock::now();
-    bool out_of_time = false;
-    while (step < total_steps) {
+    while (!budget.finished()) {
       const auto [loss, tokens] = train_step(++step);
       loss_sum += loss;
       ++loss_count;
       progress.update(step, {{"loss", loss}, {"lr", optimizer.lr(0)}},
                       static_cast<double>(tokens * distributed::world_size()));
-      out_of_time = seconds_since(program_start) > budget_seconds;
-      if (data_parallel) out_of_time = train::sum_over_ranks({out_of_time ? 1.0 : 0.0})[0] > 0;  // all stop together
-      if (step % eval_every == 0 || step == total_steps || out_of_time) {
+      if (step % eval_every == 0 || budget.finished()) {
         const auto eval_start = Clock::now();
         const double loss_test = test_loss(*model, test_pairs, pad_id, device);
         const std::vector<std::string> outputs = translate_all(*model, tokenizer, eval_pairs.source, 1, 1.0, device);
@@ -716,16 +708,16 @@ int main(int argc, char** argv) {
         loss_count = 0;
         saver.save(step);
       }
-      if (out_of_time) break;
     }
     progress.finish();
     const double training_seconds = seconds_since(program_start);
-    if (out_of_time && step < total_steps) {
-      fmt::print("   the time budget ran out at step {} of {}\n", step, total_steps);
+    if (budget.out_of_time() && step < total_steps) {
+      fmt::print("   the time budget ran out at step {} of {}; the learning rate's schedule was paced to end with it\n",
+                 step, total_steps);
     }
     fmt::print("   trained {} steps in {} ({} since the start, the budget {})\n", step,
                train::format_duration(seconds_since(loop_start)), train::format_duration(training_seconds),
-               train::format_duration(budget_seconds));
+               train::format_duration(budget.budget_seconds()));
     train::plot_metrics_csv(log.path(), "translation DE-EN");
     if (!examples::is_main_process()) return;  // rank 0 saves and evaluates the model
     nn::save(*model, common.out_path("model.safetensors"));

@@ -1,6 +1,6 @@
 // ember::train, the helpers a training loop is made of, in one include: progress bar,
 // metrics CSV, SVG plots, run files and checkpoints, --device/--threads/--precision, BLEU and
-// edit distance, and steps replayed as CUDA graphs.
+// edit distance, steps replayed as CUDA graphs, and time budgets.
 //
 // How an example puts them together (examples/common/ holds the command-line side):
 //
@@ -61,3 +61,4 @@
 #include "nn/train/run_files.h"
 #include "nn/train/sum_over_ranks.h"
 #include "nn/train/svg_plot.h"
+#include "nn/train/time_budget.h"

@@ -39,12 +39,20 @@ expect_error "--vocab-size" "$examples/pretrain_bert" --vocab-size 0
 expect_error "--masking: sentences not in {words,pieces}" "$examples/pretrain_bert" --masking sentences
 expect_error "--polarity: sentences not in {words,none}" "$examples/pretrain_bert" --polarity sentences
 expect_error "--polarity-weight" "$examples/pretrain_bert" --polarity words --polarity-weight 0
-expect_error "--model: rules not in {transformer,bow,lexicon,bert}" "$examples/text_classifier" --model rules
-expect_error "--vocab: File does not exist" "$examples/text_classifier" --model bert --vocab "$scratch/absent.txt"
-expect_error "--config-from: Directory does not exist" "$examples/text_classifier" --model bert --config-from "$scratch/absent"
-expect_error "text_classifier: --init-from $scratch/pretrained brings its own network; --config-from $scratch/pretrained is for" \
-  "$examples/text_classifier" --model bert --init-from "$scratch/pretrained" --config-from "$scratch/pretrained"
+expect_error "--model: rules not in {transformer,bow,lexicon}" "$examples/text_classifier" --model rules
+expect_error "--model: bert not in {transformer,bow,lexicon}" "$examples/text_classifier" --model bert
 expect_error "--validation-fold: must be between 1 and 5, got 6" "$examples/text_classifier" --validation-fold 6
 expect_error "--validation-fold: must be between 1 and 5, got 0" "$examples/text_classifier" --validation-fold 0
+expect_error "--minutes" "$examples/text_classifier" --minutes 0
+
+# fine_tune_bert: where the network and its word pieces come from.
+expect_error "--vocab: File does not exist" "$examples/fine_tune_bert" --vocab "$scratch/absent.txt"
+expect_error "--config-from: Directory does not exist" "$examples/fine_tune_bert" --config-from "$scratch/absent"
+expect_error "fine_tune_bert: --init-from $scratch/pretrained brings its own network; --config-from $scratch/pretrained is for" \
+  "$examples/fine_tune_bert" --init-from "$scratch/pretrained" --config-from "$scratch/pretrained"
+expect_error "fine_tune_bert: --freeze-encoder needs --init-from" "$examples/fine_tune_bert" --freeze-encoder
+expect_error "--validation-fold: must be between 1 and 5, got 6" "$examples/fine_tune_bert" --validation-fold 6
+expect_error "--encoder-lr-factor" "$examples/fine_tune_bert" --encoder-lr-factor 2
+expect_error "--lr" "$examples/fine_tune_bert" --lr 0
 
 exit $((failures > 0))
