@@ -29,7 +29,7 @@ namespace ember::autograd {
 // get() is called with grad mode on (a backward pass under create_graph) it hands back a tensor
 // with that history, so a backward written with tensor ops records a differentiable graph of
 // its own. An op's own output is recognised and re-attached to the node running its backward.
-// With grad mode off (every first-order backward) get() returns the bare data, as before.
+// With grad mode off (every first-order backward) get() returns the bare data.
 class SavedTensor {
  public:
   SavedTensor() = default;
@@ -111,9 +111,10 @@ void record_inplace(const char* op, const Tensor& x, std::initializer_list<Tenso
   record_node(op, x, inputs, BackwardFn(std::forward<Backward>(backward)));
 }
 
-// Runs backpropagation from `root`; Tensor::backward calls it. With create_graph the pass runs
-// in grad mode, so the gradients are themselves recorded (core/autograd/grad.h).
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool create_graph = false);
+// Runs backpropagation from `root` into the leaves' .grad; Tensor::backward calls it. With
+// create_graph the pass runs in grad mode, so the gradients are themselves recorded
+// (core/autograd/grad.h).
+void run_backward(const Tensor& root, const Tensor& gradient, const BackwardOptions& options);
 
 namespace detail {
 // The node whose backward is running in a create_graph pass on this thread (null otherwise):
