@@ -74,7 +74,7 @@ void BM_GeluBackward(benchmark::State& state) {
   x.requires_grad_(true);
   const Tensor y = gelu(x), grad = randn({kRows, kCols});
   for (auto _ : state) {
-    y.backward(grad, /*retain_graph=*/true);
+    y.backward(grad, {.retain_graph = true});
     x.mutable_grad() = Tensor();
   }
   set_bytes(state, 3 * kTensorBytes);

@@ -84,7 +84,7 @@ void BM_EmbeddingBackward(benchmark::State& state) {
   const Tensor grad = randn({kBatch, kSeq, kModel});
   const Tensor out = embedding(weight, ids);
   for (auto _ : state) {
-    out.backward(grad, /*retain_graph=*/true);
+    out.backward(grad, {.retain_graph = true});
     weight.mutable_grad() = Tensor();
   }
   const double bytes = (2.0 * kBatch * kSeq * kModel + kVocab * kModel) * 4 + kBatch * kSeq * 8;

@@ -143,8 +143,8 @@ Tensor& Tensor::mutable_grad() {
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const { return checked(impl_).grad_fn; }
 bool Tensor::is_leaf() const { return checked(impl_).grad_fn == nullptr; }
 
-void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
-  autograd::run_backward(*this, gradient, retain_graph.value_or(create_graph), create_graph);
+void Tensor::backward(const Tensor& gradient, const autograd::BackwardOptions& options) const {
+  autograd::run_backward(*this, gradient, options);
 }
 
 Tensor Tensor::detach() const {

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <vector>
 
+#include "core/autograd/backward_options.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -96,12 +97,14 @@ class Tensor {
   Tensor& mutable_grad();
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   bool is_leaf() const;
-  // Backpropagates from this tensor. `gradient` may be omitted only for one-element tensors.
+  // Backpropagates from this tensor into the .grad of the leaves it depends on. `gradient` may
+  // be omitted only for one-element tensors. The options (core/autograd/backward_options.h):
   // retain_graph keeps the saved tensors for another backward (by default: when create_graph);
   // create_graph records the backward pass itself, so the gradients it leaves in .grad can be
   // differentiated again (core/autograd/grad.h has the functional form).
-  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
-                bool create_graph = false) const;
+  //   loss.backward();  loss.backward({.create_graph = true});  y.backward(dy, {.retain_graph = true});
+  void backward(const Tensor& gradient = Tensor(), const autograd::BackwardOptions& options = {}) const;
+  void backward(const autograd::BackwardOptions& options) const { backward(Tensor(), options); }
   // A tensor sharing this one's data but cut from the graph.
   Tensor detach() const;
   // Number of in-place writes to the underlying storage so far.

@@ -26,10 +26,39 @@ TEST_CASE("gradients accumulate over backward calls until zeroed") {
 TEST_CASE("a second backward through a freed graph throws, retain_graph allows it") {
   Tensor x = tensor({1.0, 2.0}, {2}, kFloat64).requires_grad_();
   Tensor y = mul(x, x).sum();
-  y.backward(Tensor(), /*retain_graph=*/true);
+  y.backward({.retain_graph = true});
   y.backward();
   check_close(x.grad(), tensor({4.0, 8.0}, {2}));
   CHECK_THROWS_WITH_ALL(y.backward(), "backward through the graph a second time", "retain_graph");
+}
+
+TEST_CASE("backward's options: retain_graph defaults to create_graph, a gradient goes with them") {
+  Tensor x = tensor({1.0, 2.0}, {2}, kFloat64).requires_grad_();
+  // By default the graph is freed and .grad has no history.
+  const Tensor y = mul(x, x).sum();
+  y.backward();
+  CHECK_FALSE(x.grad().requires_grad());
+  CHECK_THROWS_WITH_ALL(y.backward(), "second time", "retain_graph");
+
+  // create_graph records .grad and keeps the graph...
+  x.mutable_grad() = Tensor();
+  const Tensor z = mul(x, x).sum();
+  z.backward({.create_graph = true});
+  CHECK(x.grad().requires_grad());
+  z.backward();
+  check_close(x.grad().detach(), tensor({4.0, 8.0}, {2}));
+  // ...unless retain_graph says otherwise.
+  const Tensor w = mul(x, x).sum();
+  w.backward({.retain_graph = false, .create_graph = true});
+  CHECK_THROWS_WITH_ALL(w.backward(), "second time");
+
+  // A gradient for a tensor of several elements, with options.
+  x.mutable_grad() = Tensor();
+  const Tensor v = mul(x, x);
+  v.backward(tensor({1.0, -1.0}, {2}, kFloat64), {.retain_graph = true});
+  CHECK_FALSE(x.grad().requires_grad());
+  v.backward(tensor({1.0, 1.0}, {2}, kFloat64));
+  check_close(x.grad(), tensor({4.0, 0.0}, {2}));  // 2x * (1, -1) + 2x * (1, 1)
 }
 
 TEST_CASE("backward errors: no grad, non-scalar without gradient") {

@@ -69,7 +69,7 @@ TEST_CASE("autograd::grad with create_graph differentiates to any order") {
 
 TEST_CASE("backward(create_graph) leaves a differentiable .grad, and gradients add up") {
   const Tensor x = as_leaf(tensor({1.0, 2.0}, {2}, TensorOptions(kFloat64)));
-  sum(mul(x, mul(x, x))).backward(Tensor(), std::nullopt, /*create_graph=*/true);
+  sum(mul(x, mul(x, x))).backward({.create_graph = true});
   REQUIRE(x.grad().defined());
   CHECK(x.grad().requires_grad());
   check_close(x.grad().detach(), tensor({3.0, 12.0}, {2}, TensorOptions(kFloat64)), 1e-12, 0);
@@ -112,6 +112,16 @@ TEST_CASE("autograd::grad: unused inputs, non-leaf inputs, several outputs, reta
   CHECK_THROWS_WITH_ALL(autograd::grad({h}, {x}), "grad", "one-element outputs", "[2]");
 }
 
+TEST_CASE("autograd::grad of an output that is itself the input, and of an output given twice") {
+  const Tensor x = as_leaf(tensor({1.0, 2.0}, {2}, TensorOptions(kFloat64)));
+  const Tensor weights = tensor({3.0, -1.0}, {2}, TensorOptions(kFloat64));
+  check_close(autograd::grad({x}, {x}, {weights})[0], weights, 1e-12, 0);
+  const Tensor y = mul(x, x);  // twice the same output: the weights add, its node runs once
+  check_close(autograd::grad({y, y}, {x}, {weights, weights})[0],
+              tensor({12.0, -8.0}, {2}, TensorOptions(kFloat64)), 1e-12, 0);
+  CHECK_FALSE(x.grad().defined());
+}
+
 TEST_CASE("create_graph keeps hooks, anomaly mode and the in-place version checks working") {
   for (bool create_graph : {false, true}) {
     CAPTURE(create_graph);
@@ -119,7 +129,7 @@ TEST_CASE("create_graph keeps hooks, anomaly mode and the in-place version check
     const Tensor x = as_leaf(tensor({1.0, 2.0}, {2}, TensorOptions(kFloat64)));
     int calls = 0;
     const autograd::HookId id = autograd::register_post_accumulate_grad_hook(x, [&](const Tensor&) { ++calls; });
-    sum(mul(x, x)).backward(Tensor(), std::nullopt, create_graph);
+    sum(mul(x, x)).backward({.create_graph = create_graph});
     CHECK(calls == 1);
     autograd::grad({sum(mul(x, x))}, {x}, {}, {.create_graph = create_graph});
     CHECK(calls == 1);

@@ -73,7 +73,7 @@ TEST_CASE("GradScaler's unscale and step mark what they write") {
   // create_graph) refuses it afterwards.
   Tensor w = randn({3}).requires_grad_(true);
   nn::SGD sgd({w});
-  sum(mul(w, w)).backward(Tensor(), std::nullopt, /*create_graph=*/true);
+  sum(mul(w, w)).backward({.create_graph = true});
   const Tensor gradient_use = sum(mul(w.grad(), w.grad()));
   const uint64_t before = w.grad().version();
   nn::GradScaler scaler;

@@ -10,19 +10,25 @@
 #include <optional>
 #include <vector>
 
+#include "core/autograd/backward_options.h"
 #include "core/autograd/grad_mode.h"
 #include "core/tensor.h"
 
 namespace ember::autograd {
 
+// grad()'s options: the two of every backward pass (BackwardOptions, which Tensor::backward
+// takes), meaning the same here, then allow_unused, which only grad() has. They are not inherited
+// from BackwardOptions because a designated initializer cannot name a base's fields, and
+// {.create_graph = true, .allow_unused = true} should read as PyTorch's keywords do.
 struct GradOptions {
-  // Keep the saved tensors for another pass through the same graph; by default, when
-  // create_graph (a gradient that will be differentiated usually passes through them again).
+  // Keep the saved tensors for another pass through the same graph; by default, when create_graph.
   std::optional<bool> retain_graph = std::nullopt;
   // Record the backward pass, so the gradients returned are differentiable.
   bool create_graph = false;
   // An input the outputs do not depend on gets an undefined gradient instead of an error.
   bool allow_unused = false;
+
+  BackwardOptions backward_options() const { return {.retain_graph = retain_graph, .create_graph = create_graph}; }
 };
 
 // The gradients of `outputs` (weighted by `grad_outputs`, one per output, which may be left out

@@ -111,9 +111,10 @@ void record_inplace(const char* op, const Tensor& x, std::initializer_list<Tenso
   record_node(op, x, inputs, BackwardFn(std::forward<Backward>(backward)));
 }
 
-// Runs backpropagation from `root`; Tensor::backward calls it. With create_graph the pass runs
-// in grad mode, so the gradients are themselves recorded (core/autograd/grad.h).
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool create_graph = false);
+// Runs backpropagation from `root` into the leaves' .grad; Tensor::backward calls it. With
+// create_graph the pass runs in grad mode, so the gradients are themselves recorded
+// (core/autograd/grad.h).
+void run_backward(const Tensor& root, const Tensor& gradient, const BackwardOptions& options);
 
 namespace detail {
 // The node whose backward is running in a create_graph pass on this thread (null otherwise):
