@@ -540,7 +540,9 @@ void train_model(const Recipe& recipe, const examples::CommonOptions& common) {
     }
   }
   if (progress) progress->finish();
-  if (budget.out_of_time() && (total_steps == 0 || step < total_steps)) {
+  if (budget.out_of_time() && total_steps == 0) {
+    fmt::print("the {}-minute budget ran out at step {}, before the step count was planned\n", recipe.minutes, step);
+  } else if (budget.out_of_time() && step < total_steps) {
     fmt::print("the {}-minute budget ran out at step {} of {}; the learning rate's schedule was paced to end with it\n",
                recipe.minutes, step, total_steps);
   }
