@@ -84,7 +84,8 @@ void accumulate(Tensor& sum, const Tensor& gradient) {
 
 // The first value of a .grad. It must not alias another tensor (an optimizer's in-place update
 // of one parameter's gradient must not change another's), so a gradient that anyone else holds
-// is copied. Under create_graph it keeps its history: the copy is recorded, as a clone.
+// is copied, detached and contiguous. Under create_graph it keeps its history: the copy is
+// recorded, as a clone.
 Tensor first_grad(const Tensor& gradient, bool create_graph) {
   if (create_graph && gradient.requires_grad()) return clone(gradient);
   const bool sole_owner = gradient.impl_ptr().use_count() == 1 && gradient.impl()->storage.use_count() == 1;
