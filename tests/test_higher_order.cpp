@@ -109,6 +109,7 @@ TEST_CASE("autograd::grad: unused inputs, non-leaf inputs, several outputs, reta
 
   CHECK_THROWS_WITH_ALL(autograd::grad({sum(x.detach())}, {x}), "grad: output 0", "does not require grad");
   CHECK_THROWS_WITH_ALL(autograd::grad({y}, {x.detach()}), "grad: input 0", "does not require grad");
+  CHECK_THROWS_WITH_ALL(autograd::grad({y}, {}), "grad: no inputs given");
   CHECK_THROWS_WITH_ALL(autograd::grad({h}, {x}), "grad", "one-element outputs", "[2]");
 }
 

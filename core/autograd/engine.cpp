@@ -381,6 +381,9 @@ void run_backward(const Tensor& root, const Tensor& gradient, const BackwardOpti
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, const GradOptions& options) {
   EMBER_CHECK(!outputs.empty(), "grad: no outputs given");
+  // As torch.autograd.grad: with no inputs there is nothing to differentiate with respect to,
+  // and an empty answer would hide the mistake.
+  EMBER_CHECK(!inputs.empty(), "grad: no inputs given (the tensors to differentiate with respect to)");
   EMBER_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(),
               "grad: {} grad_outputs for {} outputs (give one per output, or none for one-element outputs)",
               grad_outputs.size(), outputs.size());
