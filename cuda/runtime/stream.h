@@ -1,6 +1,6 @@
 // The stream every ember kernel, copy and cuBLAS call is queued on.
 //
-// Outside a CUDA graph capture it is the legacy default stream, as it always was: one stream,
+// Outside a CUDA graph capture it is the legacy default stream, for all of ember: one stream,
 // so work is ordered without events (see caching_allocator.cpp). A capture cannot record the
 // legacy default stream, so while a graph is being captured (cuda/graph/graph.cpp) the current stream
 // is the capture's own stream, and every launch must name current_stream() rather than relying
