@@ -227,9 +227,11 @@ class OpProgram {
   // An optimizer step between a forward and its backward writes the parameter the forward saved:
   // the backward must refuse it (core/ops/inplace.h), whatever the optimizer, dtype or values.
   void optimizer_between_forward_and_backward() {
-    const Tensor x = slot().detach();
+    Tensor x = slot().detach();
     if (!is_floating_point(x.dtype()) || x.numel() == 0) return;
     Tensor w = x.clone().requires_grad_(true);
+    // x requires grad as well: then mul saves w for x's gradient, which the step overwrites.
+    x = x.clone().requires_grad_(true);
     const Tensor y = sum(mul(w, x));
     w.mutable_grad() = ones_like(w);
     const char* name = "";
