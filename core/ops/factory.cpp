@@ -6,6 +6,7 @@
 
 #include "core/cpu/loops.h"
 #include "core/dispatch.h"
+#include "core/float_to_int.h"
 #include "core/ops/copy.h"
 #include "core/random.h"
 #include "core/random_elements.h"
@@ -140,7 +141,7 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   const double exact_count = std::ceil((end - start) / step);
   EMBER_CHECK(exact_count < 0x1p63, "arange: [{}, {}) in steps of {} has {} elements, more than int64 can count", start,
               end, step, exact_count);
-  const auto count = static_cast<int64_t>(exact_count);
+  const auto count = float_to_int<int64_t>(exact_count);
   if (count > 0) {
     // The values stored are start and start + i * step up to the last: each must fit the dtype
     // (for int64 the conversion of one that does not is undefined behaviour).

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/autograd/record.h"
+#include "core/float_to_int.h"
 #include "core/ops/copy.h"
 #include "core/ops/factory.h"
 #include "core/ops/indexing.h"
@@ -42,7 +43,7 @@ void sort_cpu(const Tensor& values, const Tensor& indices, const Tensor& x, bool
     const T* source = x.data_ptr<T>();
     T* sorted_values = values.data_ptr<T>();
     int64_t* sorted_indices = indices.data_ptr<int64_t>();
-    const int64_t cost = length * (1 + static_cast<int64_t>(std::log2(static_cast<double>(length) + 1)));
+    const int64_t cost = length * (1 + float_to_int<int64_t>(std::log2(static_cast<double>(length) + 1)));
     parallel_for(rows, cost, [&](int64_t begin, int64_t end) {
       std::vector<int64_t> order(length);
       for (int64_t row = begin; row < end; ++row) {

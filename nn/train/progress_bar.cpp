@@ -14,6 +14,7 @@
 
 #include "core/distributed/process_group.h"
 #include "core/error.h"
+#include "core/float_to_int.h"
 
 namespace ember::train {
 namespace {
@@ -61,7 +62,7 @@ std::string format_metric(double value) {
   const double magnitude = std::abs(value);
   if (magnitude < 1e-2 || magnitude >= 1e6) return fmt::format("{:.2e}", value);
   // Four significant digits with the trailing zeros kept, so the line does not jitter.
-  const int decimals = std::max(0, 3 - static_cast<int>(std::floor(std::log10(magnitude))));
+  const int decimals = std::max(0, 3 - float_to_int<int>(std::floor(std::log10(magnitude))));
   return fmt::format("{:.{}f}", value, decimals);
 }
 
@@ -182,7 +183,7 @@ std::string ProgressBar::status_line() const {
 
 std::string ProgressBar::bar_line(int bar_width) const {
   const double fraction = std::clamp(static_cast<double>(step_) / static_cast<double>(total_steps_), 0.0, 1.0);
-  const int filled = static_cast<int>(fraction * bar_width);
+  const int filled = float_to_int<int>(fraction * bar_width);
   const std::string bar = bar_width > 0 ? fmt::format(" [{}{}]", std::string(filled, '#'), std::string(bar_width - filled, ' ')) : "";
   std::string line = fmt::format("{}{}{:3}%{} {}/{}{}  {}", options_.label, options_.label.empty() ? "" : " ",
                                  step_ * 100 / total_steps_, bar, step_, total_steps_, details(),

@@ -7,6 +7,7 @@
 
 #include "core/distributed/process_group.h"
 #include "core/error.h"
+#include "core/float_to_int.h"
 #include "core/ops/factory.h"
 
 namespace ember::train {
@@ -71,7 +72,7 @@ void TimeBudget::step_done() {
     if (out_of_time()) position_ = total;
     position_ = std::min(position_, std::max(total, static_cast<double>(paced_from_step_)));
     // The scheduler takes the whole steps the position has passed, and never passes the end.
-    const int64_t target = std::min(static_cast<int64_t>(std::floor(position_)), total_steps_);
+    const int64_t target = std::min(float_to_int<int64_t>(std::floor(position_)), total_steps_);
     while (scheduler_->current_step() < target) scheduler_->step();
   } else {
     scheduler_->step();
