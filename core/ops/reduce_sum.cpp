@@ -45,9 +45,10 @@ void sum_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) 
     parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
       const int64_t width = i1 - i0;
       Accumulator<T> total[kColumnTile] = {};
-      const T* base = in + o * reduce * inner + i0;
+      // Each row's address is formed inside the loop: an empty reduction (reduce 0) has no
+      // input memory, and an offset from its null data pointer would be undefined.
       for (int64_t r = 0; r < reduce; ++r) {
-        const T* row = base + r * inner;
+        const T* row = in + (o * reduce + r) * inner + i0;
 #pragma omp simd
         for (int64_t k = 0; k < width; ++k) total[k] += row[k];
       }
