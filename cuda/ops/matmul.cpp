@@ -10,12 +10,9 @@
 // kernel computes on the device. A host loop of one call per matrix (for attention's heads,
 // split off a projection as views) was measured to make a GPU training step ten times slower.
 //
-// One cuBLAS handle per device, created on first use. Before each call it is bound to the
-// current stream (cuda/runtime/stream.h: the default stream, or a graph capture's), so products are
-// ordered with the ops around them without events. Binding a stream resets cuBLAS to its
-// default workspace, which it may allocate on its own, and an allocation cannot happen inside
-// a graph capture; so each handle gets a workspace of its own once, from ember's allocator,
-// bound again after every stream change.
+// The handle comes from cuda/runtime/cublas_handle.h, bound to the current stream (the
+// default stream, or a graph capture's), so products are ordered with the ops around them
+// without events.
 // TF32 is off unless set_allow_tf32(true): with it float32 products round their inputs to 10
 // mantissa bits and no longer match the CPU to the parity tests' 1e-4.
 // bfloat16 and float16 products go through cuBLAS's typed entry points (cublasGemm*Ex) with
@@ -26,17 +23,13 @@
 
 #include <atomic>
 #include <climits>
-#include <mutex>
 #include <type_traits>
-#include <vector>
 
 #include "core/cuda.h"
-#include "core/cuda_graph.h"
 #include "core/ops/copy.h"
 #include "core/ops/matmul.h"
 #include "cuda/runtime/check.h"
 #include "cuda/runtime/cublas_handle.h"
-#include "cuda/runtime/device_scope.h"
 #include "cuda/ops/device_elements.h"
 #include "cuda/common/gemm_batch_plan.h"
 #include "cuda/ops/gemm_pointers_kernels.h"
@@ -47,53 +40,6 @@ namespace {
 
 std::atomic<bool> tf32_allowed{false};
 std::atomic<int64_t> cublas_call_count{0};
-
-// 32 MiB: what cuBLAS asks of a workspace on Hopper for its fastest kernels.
-constexpr int64_t kWorkspaceBytes = int64_t{32} << 20;
-
-struct DeviceHandle {
-  cublasHandle_t handle = nullptr;
-  bool bound = false;             // whether `stream` below is bound, with the workspace
-  cudaStream_t stream = nullptr;
-  Tensor* workspace = nullptr;    // kWorkspaceBytes from ember's allocator, kept to the end
-};
-
-std::mutex handles_mutex;
-std::vector<DeviceHandle> handles;  // by device index
-
-// cuda:`device`'s entry, its handle and workspace made if they are not yet; with handles_mutex
-// held. cublasCreate works on the current device, which the caller has made `device`.
-// Handles and their workspaces are never destroyed: at process exit the CUDA context may
-// already be gone, and cublasDestroy or a free would then fail.
-DeviceHandle& handle_entry(int device) {
-  if (handles.size() <= static_cast<size_t>(device)) handles.resize(device + 1);
-  DeviceHandle& entry = handles[device];
-  if (entry.handle == nullptr) {
-    EMBER_CHECK(!is_capturing_graph(), "matmul: the first product on cuda:{} is inside a CUDA graph capture, where "
-                "cuBLAS cannot be set up; capture on the device the step's tensors are on, or run one step "
-                "uncaptured first", device);
-    check(cublasCreate(&entry.handle), "matmul: cublasCreate");
-    entry.workspace = new Tensor(make_tensor({kWorkspaceBytes / 8}, kInt64, Device::cuda(device)));
-  }
-  return entry;
-}
-
-// The handle of the current device, bound to the current stream with its own workspace.
-cublasHandle_t handle_for_current_device() {
-  int device = 0;
-  check(cudaGetDevice(&device), "matmul");
-  std::lock_guard<std::mutex> lock(handles_mutex);
-  DeviceHandle& entry = handle_entry(device);
-  const cudaStream_t stream = current_stream();
-  if (!entry.bound || entry.stream != stream) {
-    check(cublasSetStream(entry.handle, stream), "matmul: cublasSetStream");
-    check(cublasSetWorkspace(entry.handle, entry.workspace->raw_data(), static_cast<size_t>(kWorkspaceBytes)),
-          "matmul: cublasSetWorkspace");
-    entry.stream = stream;
-    entry.bound = true;
-  }
-  return entry.handle;
-}
 
 // How cuBLAS reads the matrices of x [*batch, rows, cols]: the op to apply and the leading
 // dimension. Both are the same for every matrix of the batch.
@@ -247,7 +193,7 @@ void gemm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, double beta)
       // which cuBLAS checks for itself.
       return gemm_cuda(out, contiguous_copy(a), contiguous_copy(b), beta);
     }
-    const Gemm gemm{handle_for_current_device(), operand_of(a), operand_of(b), static_cast<int>(m),
+    const Gemm gemm{cublas_handle_for_current_device(), operand_of(a), operand_of(b), static_cast<int>(m),
                     static_cast<int>(n), static_cast<int>(k)};
     check(cublasSetMathMode(gemm.handle, math_mode<Element>()), "matmul: cublasSetMathMode");
     const Scalar alpha_value = Scalar(1), beta_value = static_cast<Scalar>(beta);
@@ -272,12 +218,6 @@ void gemm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, double beta)
 EMBER_REGISTER_KERNEL(kernels::gemm, DeviceType::CUDA, gemm_cuda);
 
 }  // namespace
-
-void prepare_cublas(int device) {
-  const DeviceScope scope(device, "CudaGraph::capture");
-  std::lock_guard<std::mutex> lock(handles_mutex);
-  handle_entry(device);
-}
 
 void set_allow_tf32(bool allow) { tf32_allowed.store(allow); }
 bool allow_tf32() { return tf32_allowed.load(); }
