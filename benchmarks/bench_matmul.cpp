@@ -1,12 +1,13 @@
 // ember's matmul and linear against a direct cblas_sgemm call on the same shapes: a square
 // product and the three products of a linear layer (forward, dX and dW in backward); and
 // matmul on bfloat16 and float16 operands beside float32 at transformer shapes (a projection,
-// and a batch of attention-score products): bfloat16 on ember's own gemm where the CPU has
-// AVX512-BF16 (core/cpu/bf16_gemm.h), float16 on ember's widening one where it has AVX-512
-// (core/cpu/float16_gemm.h), otherwise by widening the operands to float32 for sgemm and
-// rounding the product once.
+// and a batch of attention-score products): bfloat16 and float16 on ember's own gemms on the
+// instruction set in use (core/cpu/isa.h: bfloat16 in pairs on AVX512-BF16, both widened onto
+// float32 FMAs on AVX2 and AVX-512), or on the portable rung by widening the operands to float32
+// for sgemm and rounding the product once. EMBER_CPU_ISA times a lower rung:
 //   OMP_NUM_THREADS=2 ./build/benchmarks/bench_matmul --benchmark_repetitions=5 \
 //       --benchmark_report_aggregates_only=true
+//   EMBER_CPU_ISA=portable OMP_NUM_THREADS=2 ./build/benchmarks/bench_matmul --benchmark_filter=_as
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 

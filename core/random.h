@@ -74,13 +74,13 @@ class Generator {
 };
 
 // Philox 4x32-10's round multipliers, and the increments of the key between rounds (a Weyl
-// sequence): shared by philox4x32 below and the CPU's vectorised draws (core/cpu/philox_block.h).
+// sequence): shared by philox4x32 below and the CPU's vectorised draws (core/cpu/kernels/philox_lanes.h).
 inline constexpr uint32_t kPhiloxMultiplier0 = 0xD2511F53u, kPhiloxMultiplier1 = 0xCD9E8D57u;
 inline constexpr uint32_t kPhiloxWeyl0 = 0x9E3779B9u, kPhiloxWeyl1 = 0xBB67AE85u;
 
 // Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", 2011): four
 // random 32-bit words for (key, counter). Ten rounds of two 32x32->64-bit products; inline so
-// that CPU kernels drawing many counters at once (core/cpu/philox_block.h) can vectorise it.
+// that CPU kernels drawing many counters at once (core/cpu/kernels/philox_lanes.h) can vectorise it.
 EMBER_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter) {
   uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
   uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);

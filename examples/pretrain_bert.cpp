@@ -414,8 +414,8 @@ int main(int argc, char** argv) {
                   "pretrain_bert: {} shapes a fresh model, but --init-from {} brings its own (its config.json)",
                   shaping, recipe.init_from);
     }
-    // bfloat16 where the CPU multiplies it natively (AVX512-BF16): twice float32's speed.
-    if (app.count("--precision") == 0 && common.device == "cpu" && cpu::bf16_gemm_in_hardware()) {
+    // bfloat16 where the CPU multiplies it in pairs (AVX512-BF16): twice float32's speed.
+    if (app.count("--precision") == 0 && common.device == "cpu" && cpu::bf16_products_in_pairs()) {
       common.precision = "bf16";
     }
     const Device device = examples::setup_run(common);

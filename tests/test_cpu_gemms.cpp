@@ -1,10 +1,11 @@
-// ember's own CPU gemms, cpu::bf16_gemm (bfloat16 on AVX512-BF16) and cpu::float16_gemm (float16
-// widened as packed, float32 FMAs): each against a float64 product of the same 16-bit values, at
-// shapes that cross every blocking edge (a tile's 12 rows and 32 columns, a row block, a column
-// block's 4096 columns, odd depths, the 8192 past which depth is sliced), for the four layouts,
-// padded leading dimensions, several alpha and beta, into float32 and into the 16-bit type; the
-// vector kernel against the portable one (the arithmetic written out), bit for bit; one thread
-// against several; and subnormals, infinities and NaNs.
+// ember's own CPU gemms, the bfloat16 one (in pairs on AVX512-BF16, widened onto float32 FMAs
+// below it) and the float16 one (widened as packed, float32 FMAs), on every rung of instruction
+// sets this CPU has (core/cpu/isa.h), each rung's table called directly: each against a float64
+// product of the same 16-bit values, at shapes that cross every blocking edge (a tile's 6 or 12
+// rows and 16 or 32 columns, a row block, a column block, odd depths, the 8192 past which depth is
+// sliced), for the four layouts, padded leading dimensions, several alpha and beta, into float32
+// and into the 16-bit type; the vector kernel against its scalar reference (the arithmetic
+// written out), bit for bit; one thread against several; and subnormals, infinities and NaNs.
 //
 // Tolerance: every product of two bfloat16 or two float16 values is exact in float32, so the
 // only errors are the k + 1 float32 additions into each element (beta c included) and alpha's
@@ -17,11 +18,13 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "core/cpu/bf16_gemm.h"
 #include "core/cpu/float16_gemm.h"
+#include "core/cpu/kernel_table.h"
 #include "helpers.h"
 
 namespace ember {
@@ -33,40 +36,31 @@ struct Case {
   int64_t m, n, k;
 };
 
-// The two gemms, as the tests call them.
+// One rung's gemms for T, as the tests call them: the vector kernel, its scalar reference, and
+// whether they read subnormals as zero (the pairs of vdpbf16ps do).
 template <class T>
-struct Gemms;
-
-template <>
-struct Gemms<BFloat16> {
-  template <class Out>
-  static void fast(int64_t m, int64_t n, int64_t k, float alpha, MatrixOperand<BFloat16> a, MatrixOperand<BFloat16> b,
-                   float beta, Out* c, int64_t ldc) {
-    cpu::bf16_gemm(m, n, k, alpha, a, b, beta, c, ldc);
-  }
-  template <class Out>
-  static void portable(int64_t m, int64_t n, int64_t k, float alpha, MatrixOperand<BFloat16> a,
-                       MatrixOperand<BFloat16> b, float beta, Out* c, int64_t ldc) {
-    cpu::bf16_gemm_portable(m, n, k, alpha, a, b, beta, c, ldc);
-  }
-  // vdpbf16ps and vcvtneps2bf16 read subnormals as zero.
-  static constexpr bool kFlushesSubnormals = true;
+struct RungGemms {
+  cpu::GemmKernels<T> fast, reference;
+  bool flushes_subnormals;
 };
 
-template <>
-struct Gemms<Float16> {
-  template <class Out>
-  static void fast(int64_t m, int64_t n, int64_t k, float alpha, MatrixOperand<Float16> a, MatrixOperand<Float16> b,
-                   float beta, Out* c, int64_t ldc) {
-    cpu::float16_gemm(m, n, k, alpha, a, b, beta, c, ldc);
+template <class T>
+RungGemms<T> gemms_of(const cpu::KernelTable& table) {
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    return {table.bf16_gemm, table.bf16_gemm_reference, table.bf16_flushes_subnormals};
+  } else {
+    return {table.float16_gemm, table.float16_gemm_reference, false};
   }
-  template <class Out>
-  static void portable(int64_t m, int64_t n, int64_t k, float alpha, MatrixOperand<Float16> a,
-                       MatrixOperand<Float16> b, float beta, Out* c, int64_t ldc) {
-    cpu::float16_gemm_portable(m, n, k, alpha, a, b, beta, c, ldc);
+}
+
+// The rungs this CPU can run, portable first.
+std::vector<cpu::CpuIsa> rungs_of_this_cpu() {
+  std::vector<cpu::CpuIsa> rungs;
+  for (int rung = 0; rung <= static_cast<int>(cpu::detected_cpu_isa()); ++rung) {
+    rungs.push_back(static_cast<cpu::CpuIsa>(rung));
   }
-  static constexpr bool kFlushesSubnormals = false;
-};
+  return rungs;
+}
 
 // A stored matrix of op() shape [rows, cols]: its element (i, j) at i * ld + j, or at j * ld + i
 // when transposed, with ld 3 past the minimum so that padding would be read if misused.
@@ -157,8 +151,7 @@ const std::vector<Case> kCases = {
 };
 
 template <class T>
-void check_every_layout() {
-  using G = Gemms<T>;
+void check_every_layout(const RungGemms<T>& gemms) {
   std::mt19937 random(5);
   for (const Case& shape : kCases) {
     for (const bool trans_a : {false, true}) {
@@ -174,11 +167,11 @@ void check_every_layout() {
           CAPTURE(beta);
           const StoredMatrix<T> a(shape.m, shape.k, trans_a, random), b(shape.k, shape.n, trans_b, random);
           const std::vector<float> before = initial_c(shape.m, shape.n, beta, random);
-          const std::vector<float> vector_result = run<float>(G::template fast<float>, a, b, alpha, beta, before);
+          const std::vector<float> vector_result = run<float>(gemms.fast.to_float, a, b, alpha, beta, before);
           check_against_float64(a, b, alpha, beta, before, vector_result);
-          // The portable kernel is the vector kernel's arithmetic written out: same sums, same order.
+          // The reference is the vector kernel's arithmetic written out: same sums, same order.
           const std::vector<float> portable_result =
-              run<float>(G::template portable<float>, a, b, alpha, beta, before);
+              run<float>(gemms.reference.to_float, a, b, alpha, beta, before);
           check_against_float64(a, b, alpha, beta, before, portable_result);
           CHECK(same_bits(vector_result, portable_result));
           // Into a 16-bit c: the float32 result from the same (rounded) c, rounded once where
@@ -186,14 +179,14 @@ void check_every_layout() {
           std::vector<float> rounded_before;
           for (const float x : before) rounded_before.push_back(static_cast<float>(T(x)));
           const std::vector<float> from_rounded =
-              run<float>(G::template fast<float>, a, b, alpha, beta, rounded_before);
-          const std::vector<T> rounded = run<T>(G::template fast<T>, a, b, alpha, beta, before);
+              run<float>(gemms.fast.to_float, a, b, alpha, beta, rounded_before);
+          const std::vector<T> rounded = run<T>(gemms.fast.to_same, a, b, alpha, beta, before);
           for (size_t e = 0; e < rounded.size(); ++e) {
             float x = from_rounded[e];
-            if (G::kFlushesSubnormals && std::fabs(x) < FLT_MIN) x = std::copysign(0.0f, x);
+            if (gemms.flushes_subnormals && std::fabs(x) < FLT_MIN) x = std::copysign(0.0f, x);
             if (rounded[e].bits != T(x).bits) FAIL("element " << e << ": " << x);
           }
-          CHECK(same_bits(rounded, run<T>(G::template portable<T>, a, b, alpha, beta, before)));
+          CHECK(same_bits(rounded, run<T>(gemms.reference.to_same, a, b, alpha, beta, before)));
         }
       }
     }
@@ -201,17 +194,36 @@ void check_every_layout() {
 }
 
 TEST_CASE("bf16_gemm matches the float64 product within float32's summation bound, for every layout, alpha and "
-          "beta") {
-  check_every_layout<BFloat16>();
+          "beta, on every rung") {
+  for (const cpu::CpuIsa rung : rungs_of_this_cpu()) {
+    CAPTURE(cpu::cpu_isa_name(rung));
+    check_every_layout(gemms_of<BFloat16>(cpu::kernel_table(rung)));
+  }
 }
 
 TEST_CASE("float16_gemm matches the float64 product within float32's summation bound, for every layout, alpha and "
-          "beta") {
-  check_every_layout<Float16>();
+          "beta, on every rung") {
+  for (const cpu::CpuIsa rung : rungs_of_this_cpu()) {
+    CAPTURE(cpu::cpu_isa_name(rung));
+    check_every_layout(gemms_of<Float16>(cpu::kernel_table(rung)));
+  }
+}
+
+TEST_CASE("the public gemms run the kernels of the rung in use") {
+  std::mt19937 random(9);
+  const StoredMatrix<BFloat16> a(13, 40, false, random), b(40, 17, true, random);
+  const std::vector<float> before = initial_c(13, 17, 0.0f, random);
+  const RungGemms<BFloat16> in_use = gemms_of<BFloat16>(cpu::kernels());
+  CHECK(same_bits(run<float>(cpu::bf16_gemm<float>, a, b, 1.0f, 0.0f, before),
+                  run<float>(in_use.fast.to_float, a, b, 1.0f, 0.0f, before)));
+  CHECK(same_bits(run<float>(cpu::bf16_gemm_reference<float>, a, b, 1.0f, 0.0f, before),
+                  run<float>(in_use.reference.to_float, a, b, 1.0f, 0.0f, before)));
+  CHECK(cpu::bf16_gemm_in_hardware() == (cpu::cpu_isa() != cpu::CpuIsa::kPortable));
+  CHECK(cpu::bf16_products_in_pairs() == (cpu::cpu_isa() == cpu::CpuIsa::kAvx512Bf16));
 }
 
 template <class T>
-void check_threads() {
+void check_threads(const RungGemms<T>& gemms) {
   // Past the size at which the product is shared out: 193 x 65 x 600 splits by rows and crosses a
   // row block; 40 x 4130 x 20 splits by columns and crosses a column block.
   std::mt19937 random(6);
@@ -219,21 +231,24 @@ void check_threads() {
     CAPTURE(shape.m);
     const StoredMatrix<T> a(shape.m, shape.k, false, random), b(shape.k, shape.n, true, random);
     const std::vector<float> before = initial_c(shape.m, shape.n, 0.0f, random);
-    const std::vector<float> shared = run<float>(Gemms<T>::template fast<float>, a, b, 1.0f, 0.0f, before);
+    const std::vector<float> shared = run<float>(gemms.fast.to_float, a, b, 1.0f, 0.0f, before);
     std::vector<float> alone;
     // Called inside a parallel region, the product runs on the calling thread alone.
 #pragma omp parallel num_threads(2)
     {
 #pragma omp single
-      alone = run<float>(Gemms<T>::template fast<float>, a, b, 1.0f, 0.0f, before);
+      alone = run<float>(gemms.fast.to_float, a, b, 1.0f, 0.0f, before);
     }
     CHECK(same_bits(shared, alone));
   }
 }
 
 TEST_CASE("bf16_gemm and float16_gemm give the same bits on one thread as on all of them") {
-  check_threads<BFloat16>();
-  check_threads<Float16>();
+  for (const cpu::CpuIsa rung : rungs_of_this_cpu()) {
+    CAPTURE(cpu::cpu_isa_name(rung));
+    check_threads(gemms_of<BFloat16>(cpu::kernel_table(rung)));
+    check_threads(gemms_of<Float16>(cpu::kernel_table(rung)));
+  }
 }
 
 // op(a) [1, k] times op(b) [k, 1]: one element, padded to a whole tile (and, for bfloat16, an
@@ -250,9 +265,9 @@ float dot(Gemm gemm, const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 template <class T>
-void check_special_values() {
+void check_special_values(const RungGemms<T>& gemms) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  for (const auto gemm : {Gemms<T>::template fast<float>, Gemms<T>::template portable<float>}) {
+  for (const auto gemm : {gemms.fast.to_float, gemms.reference.to_float}) {
     CHECK(dot<T>(gemm, {1.0f, 2.0f, 3.0f}, {inf, 1.0f, 1.0f}) == inf);  // pads add 0 * 0, not 0 * inf
     CHECK(std::isnan(dot<T>(gemm, {1.0f, 1.0f}, {nan, 1.0f})));
     CHECK(std::isnan(dot<T>(gemm, {0.0f}, {inf})));
@@ -260,21 +275,35 @@ void check_special_values() {
   }
 }
 
-TEST_CASE("bf16_gemm: subnormals count as zero, infinities and NaNs propagate, padding adds none") {
-  check_special_values<BFloat16>();
-  for (const auto gemm : {Gemms<BFloat16>::fast<float>, Gemms<BFloat16>::portable<float>}) {
-    CHECK(dot<BFloat16>(gemm, {1.0f}, {std::ldexp(1.0f, -130)}) == 0.0f);  // a subnormal input reads as zero
-    CHECK(dot<BFloat16>(gemm, {0x1p-64f}, {0x1p-64f}) == 0.0f);            // a subnormal product flushes
-    CHECK(dot<BFloat16>(gemm, {0x1p-63f}, {0x1p-63f}) == 0x1p-126f);       // the smallest normal one does not
+TEST_CASE("bf16_gemm: subnormals count as zero in pairs and are exact when widened; infinities and NaNs propagate, "
+          "padding adds none") {
+  for (const cpu::CpuIsa rung : rungs_of_this_cpu()) {
+    CAPTURE(cpu::cpu_isa_name(rung));
+    const RungGemms<BFloat16> gemms = gemms_of<BFloat16>(cpu::kernel_table(rung));
+    check_special_values(gemms);
+    for (const auto gemm : {gemms.fast.to_float, gemms.reference.to_float}) {
+      if (gemms.flushes_subnormals) {
+        CHECK(dot<BFloat16>(gemm, {1.0f}, {std::ldexp(1.0f, -130)}) == 0.0f);  // a subnormal input reads as zero
+        CHECK(dot<BFloat16>(gemm, {0x1p-64f}, {0x1p-64f}) == 0.0f);            // a subnormal product flushes
+      } else {
+        CHECK(dot<BFloat16>(gemm, {1.0f}, {std::ldexp(1.0f, -130)}) == std::ldexp(1.0f, -130));
+        CHECK(dot<BFloat16>(gemm, {0x1p-64f}, {0x1p-64f}) == 0x1p-128f);
+      }
+      CHECK(dot<BFloat16>(gemm, {0x1p-63f}, {0x1p-63f}) == 0x1p-126f);  // the smallest normal one either way
+    }
   }
 }
 
 TEST_CASE("float16_gemm: subnormals are exact, infinities and NaNs propagate, padding adds none") {
-  check_special_values<Float16>();
-  for (const auto gemm : {Gemms<Float16>::fast<float>, Gemms<Float16>::portable<float>}) {
-    CHECK(dot<Float16>(gemm, {1.0f}, {0x1p-24f}) == 0x1p-24f);  // float16's smallest subnormal
-    CHECK(dot<Float16>(gemm, {0x1p-24f}, {0x1p-24f}) == 0x1p-48f);
-    CHECK(dot<Float16>(gemm, {65504.0f, 65504.0f}, {65504.0f, -65504.0f}) == 0.0f);  // float32 range
+  for (const cpu::CpuIsa rung : rungs_of_this_cpu()) {
+    CAPTURE(cpu::cpu_isa_name(rung));
+    const RungGemms<Float16> gemms = gemms_of<Float16>(cpu::kernel_table(rung));
+    check_special_values(gemms);
+    for (const auto gemm : {gemms.fast.to_float, gemms.reference.to_float}) {
+      CHECK(dot<Float16>(gemm, {1.0f}, {0x1p-24f}) == 0x1p-24f);  // float16's smallest subnormal
+      CHECK(dot<Float16>(gemm, {0x1p-24f}, {0x1p-24f}) == 0x1p-48f);
+      CHECK(dot<Float16>(gemm, {65504.0f, 65504.0f}, {65504.0f, -65504.0f}) == 0.0f);  // float32 range
+    }
   }
 }
 

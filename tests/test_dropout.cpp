@@ -23,7 +23,7 @@ TEST_CASE("dropout zeroes a fraction p and scales the survivors by 1/(1-p)") {
 }
 
 TEST_CASE("dropout's mask is the documented Philox mapping") {
-  // The CPU kernel draws its counters many at a time in vector lanes (core/cpu/philox_block.h);
+  // The CPU kernel draws its counters many at a time in vector lanes (core/cpu/kernels/philox_lanes.h);
   // each must equal the scalar philox4x32, here including counters whose low 32 bits wrap
   // around within a draw and keys with high bits set.
   const std::vector<PhiloxState> starts{{7, 0}, {~uint64_t{0}, 0xFFFFFF00u}, {0x0123456789ABCDEFu, (1ull << 33) - 77}};

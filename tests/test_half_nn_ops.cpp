@@ -130,9 +130,9 @@ TEST_CASE("16-bit matmul, bmm, linear and einsum: float32 products of the rounde
 TEST_CASE("16-bit products by one give back every value of the format: widening and rounding are exact") {
   for (const DType dtype : kHalfTypes) {
     CAPTURE(dtype_name(dtype));
-    // Except bfloat16's subnormals on AVX512-BF16, which the instruction reads as zero
-    // (core/cpu/bf16_gemm.h says why that is accepted).
-    const bool subnormals_flushed = dtype == kBFloat16 && cpu::bf16_gemm_in_hardware();
+    // Except bfloat16's subnormals where the products run in pairs on AVX512-BF16, which the
+    // instruction reads as zero (core/cpu/bf16_gemm.h says why that is accepted).
+    const bool subnormals_flushed = dtype == kBFloat16 && cpu::bf16_products_in_pairs();
     // Every pattern, subnormals, infinities and NaNs included, as its exact float value.
     std::vector<float> values;
     for (uint32_t bits = 0; bits < 0x10000; ++bits) {
@@ -394,8 +394,9 @@ TEST_CASE("16-bit scaled_dot_product_attention: float32 softmax and sums, saved 
       // but for products on ember's own 16-bit gemms, which round the weights W and the scores'
       // gradient dS to the 16-bit dtype (core/ops/attention_cpu.cpp). Each such rounding moves a
       // term x of a product by at most u |x| + e: u = 2^-8 (bfloat16) or 2^-11 (float16), and e
-      // half the spacing of the subnormals a tiny x may round to (2^-25 for float16; for
-      // bfloat16, whose subnormals the gemm reads as zero, float32's smallest normal). So the
+      // half the spacing of the subnormals a tiny x may round to (2^-25 for float16, 2^-134 for
+      // bfloat16; float32's smallest normal where bfloat16's products run in pairs, which read
+      // subnormals as zero). So the
       // products' errors are bounded by u |W| |v| + e 1 |v| for out, u |W|^T |dO| + e 1 |dO|
       // for dV, scale (u |dS| + e 1) |k| and scale (u |dS| + e 1)^T |q| for dQ and dK (1 a
       // matrix of ones). With P the softmax (rows summing to 1) and f = 1/(1 - p) the dropout's
@@ -409,7 +410,9 @@ TEST_CASE("16-bit scaled_dot_product_attention: float32 softmax and sums, saved 
         const Tensor softmax = scaled_dot_product_attention_with_weights(q, k, v, plain).weights;
         const Tensor p = where(eq(softmax, softmax), softmax, 0.0);  // a fully masked row's NaNs: no terms
         const double u = dtype == kBFloat16 ? 0x1p-8 : 0x1p-11, f = 1.0 / (1.0 - c.dropout_p);
-        const double e = dtype == kBFloat16 ? static_cast<double>(FLT_MIN) : 0x1p-25;
+        const double e = dtype == kFloat16                ? 0x1p-25
+                         : cpu::bf16_products_in_pairs() ? static_cast<double>(FLT_MIN)
+                                                         : 0x1p-134;
         const double scale = 1.0 / std::sqrt(8.0);
         // u |x| + e, for a matrix of bounds |x|.
         auto rounded_term = [&](const Tensor& magnitude) { return add(mul(magnitude, u), e); };

@@ -56,8 +56,9 @@ int thread_count() {
 }
 
 // The product a step's matrix products run on, the ceiling they are measured against:
-// cblas_sgemm, or under bf16 autocast on a CPU with AVX512-BF16 ember's own bfloat16 gemm
-// (core/cpu/bf16_gemm.h), which has twice the multiply-adds per instruction.
+// cblas_sgemm, or under bf16 autocast ember's own bfloat16 gemm where the instruction set in use
+// has its vector kernel (core/cpu/bf16_gemm.h): in pairs on AVX512-BF16, twice the multiply-adds
+// per instruction, or widened onto float32 FMAs on AVX2 and AVX-512.
 bool bf16_ceiling(ember::train::Precision precision) {
   return precision == ember::train::Precision::BFloat16 && ember::cpu::bf16_gemm_in_hardware();
 }

@@ -1,5 +1,6 @@
 // ember's own float16 matrix product for the CPU: float16 operands widened to float32 as they are
-// packed, float32 FMAs, the result rounded once as it is stored.
+// packed, float32 FMAs, the result rounded once as it is stored; on the vector kernels of the
+// instruction set in use (core/cpu/isa.h: AVX2 or AVX-512).
 //
 // Why: no CPU here multiplies float16 natively (AVX512-FP16 is not on these machines) and no
 // BLAS ember links takes float16, so without this a float16 product is sgemm on float32 copies of
@@ -19,8 +20,8 @@ namespace ember::cpu {
 
 using Float16Operand = MatrixOperand<Float16>;
 
-// Whether this build has the vector kernel (AVX-512, which ember's -march=native build enables on
-// these machines); without it matmul keeps the float32 copies and sgemm.
+// Whether the instruction set in use has the vector kernel (any rung but portable); without it
+// matmul keeps the float32 copies and sgemm.
 bool float16_gemm_in_hardware();
 
 // c = alpha op(a) op(b) + beta c: op(a) [m, k] and op(b) [k, n] in float16, c [m, n] row-major
@@ -31,10 +32,10 @@ template <class Out>
 void float16_gemm(int64_t m, int64_t n, int64_t k, float alpha, Float16Operand a, Float16Operand b, float beta, Out* c,
                   int64_t ldc);
 
-// The same through the portable micro-kernel (std::fma in the vector kernel's order), whatever
-// the build: the reference the tests hold the vector kernel to, bit for bit.
+// The same through the scalar C++ (std::fma in the vector kernel's order) that the kernel in use
+// is held to, bit for bit: the tests' reference.
 template <class Out>
-void float16_gemm_portable(int64_t m, int64_t n, int64_t k, float alpha, Float16Operand a, Float16Operand b,
-                           float beta, Out* c, int64_t ldc);
+void float16_gemm_reference(int64_t m, int64_t n, int64_t k, float alpha, Float16Operand a, Float16Operand b,
+                            float beta, Out* c, int64_t ldc);
 
 }  // namespace ember::cpu

@@ -15,8 +15,8 @@
 // The dropout mask is not stored: both passes draw it again, as the dropout op does.
 //
 // 16-bit q, k, v: the softmax, its backward and the softmax saved for backward are float32.
-// - Where the build has ember's own 16-bit gemms (cpu::bf16_gemm on AVX512-BF16,
-//   cpu::float16_gemm on AVX-512): the products take q, k, v and dO as they are, and the weights
+// - Where the instruction set in use has ember's own 16-bit gemms (cpu::bf16_gemm,
+//   cpu::float16_gemm; any rung of core/cpu/isa.h above portable): the products take q, k, v and dO as they are, and the weights
 //   W and the scores' gradient dS rounded once to q's dtype, as FlashAttention on GPUs and
 //   PyTorch's CPU kernel do; their float32 sums are rounded once into out and the gradients. The
 //   roundings of W and dS are the only difference from float32 arithmetic, at most 2^-8
@@ -34,7 +34,7 @@
 #include "core/cpu/float16_gemm.h"
 #include "core/cpu/blas.h"
 #include "core/cpu/half_rows.h"
-#include "core/cpu/philox_block.h"
+#include "core/cpu/kernel_table.h"
 #include "core/cpu/softmax_row.h"
 #include "core/ops/attention.h"
 #include "core/ops/copy.h"
@@ -163,7 +163,7 @@ void dropout_factors(const PhiloxState& state, int64_t first, int64_t count, dou
   for (int64_t done = 0; done < count;) {
     const int64_t element = first + done;
     const int64_t counter = element / 4;
-    philox4x32_block<kBlock>(state.seed, state.offset + static_cast<uint64_t>(counter), words);
+    cpu::kernels().philox4x32_counters(state.seed, state.offset + static_cast<uint64_t>(counter), kBlock, words);
     const int64_t skip = element - 4 * counter;
     const int64_t take = std::min<int64_t>(4 * kBlock - skip, count - done);
     for (int64_t j = 0; j < take; ++j) {
@@ -254,10 +254,12 @@ void attention_forward(const Tensor& out, const Tensor& q_tensor, const Tensor& 
 }
 
 // Whether 16-bit attention runs its products on 16-bit operands (ember's own gemms) rather than
-// on float32 copies: where the build has their vector kernels.
+// on float32 copies: where the instruction set in use has their vector kernels. Every entry point
+// asks, so the kernel table is resolved (or EMBER_CPU_ISA refused) here, before any parallel
+// region reads it.
 bool own_16_bit_products(const Tensor& q) {
-  return (q.dtype() == kBFloat16 && cpu::bf16_gemm_in_hardware()) ||
-         (q.dtype() == kFloat16 && cpu::float16_gemm_in_hardware());
+  const cpu::KernelTable& kernels = cpu::kernels();
+  return is_16_bit_floating_point(q.dtype()) && kernels.vector_gemms;
 }
 
 // Returns the softmax, which the backward reads (float32 for 16-bit inputs).

@@ -14,7 +14,7 @@
 
 #include "core/autograd/record.h"
 #include "core/cpu/half_rows.h"
-#include "core/cpu/philox_block.h"
+#include "core/cpu/kernel_table.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -45,12 +45,14 @@ void apply_dropout_mask_cpu(const Tensor& out, const Tensor& x, double p, Philox
     // in vector lanes, then the mask is applied to the block's elements in order.
     constexpr int kBlock = 64;
     const int64_t blocks = (counters + kBlock - 1) / kBlock;
+    // The instruction set's Philox (core/cpu/isa.h), resolved outside the parallel region.
+    const auto philox = cpu::kernels().philox4x32_counters;
     parallel_for(blocks, 4, [&](int64_t begin, int64_t end) {
       const C keep_scale = scale;  // a local: the compiler may not re-read it from the closure
       alignas(64) uint32_t words[4 * kBlock];
       for (int64_t block = begin; block < end; ++block) {
         const int64_t first_counter = block * kBlock;
-        philox4x32_block<kBlock>(state.seed, state.offset + static_cast<uint64_t>(first_counter), words);
+        philox(state.seed, state.offset + static_cast<uint64_t>(first_counter), kBlock, words);
         const int64_t first = first_counter * 4;
         const int64_t count = std::min<int64_t>(4 * kBlock, numel - first);
         // Branch-free (times scale or times 0), so that the loop vectorises. A 16-bit block is

@@ -22,6 +22,7 @@
 #include <functional>
 #include <string>
 
+#include "core/cpu/isa.h"
 #include "core/device.h"
 #include "core/distributed/process_group.h"
 #include "core/random.h"
@@ -125,7 +126,9 @@ inline Device setup_run(const CommonOptions& options) {
                 distributed::rank());
     return device;
   }
-  fmt::print("device {}, {} thread{}, {}, seed {}, output in {}/\n", device.str(), train::thread_count(),
+  // On the CPU, the instruction set whose kernels run (core/cpu/isa.h), e.g. "cpu (avx2)".
+  const std::string device_name = device.is_cuda() ? device.str() : fmt::format("cpu ({})", cpu::describe_cpu_isa());
+  fmt::print("device {}, {} thread{}, {}, seed {}, output in {}/\n", device_name, train::thread_count(),
              train::thread_count() == 1 ? "" : "s", train::precision_name(precision), options.seed, options.out_dir);
   if (distributed::world_size() > 1) {
     fmt::print("data parallel: {} ranks, each training on its share of every batch\n", distributed::world_size());
