@@ -68,6 +68,22 @@ void BM_Dropout(benchmark::State& state) {
 }
 BENCHMARK(BM_Dropout)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// Dropout's forward and backward on a million elements, as a training step runs them: the
+// forward draws the mask and keeps it as bits, the backward reads the bits (core/ops/dropout.cpp).
+void BM_DropoutForwardBackward(benchmark::State& state) {
+  Tensor x = randn({1000, 1000});
+  x.requires_grad_(true);
+  const Tensor grad = randn({1000, 1000});
+  for (auto _ : state) {
+    const Tensor y = dropout(x, 0.1);
+    y.backward(grad);
+    benchmark::DoNotOptimize(x.grad().raw_data());
+    x.mutable_grad() = Tensor();  // no accumulation into the last gradient
+  }
+  set_bytes(state, 4 * int64_t{1000 * 1000 * 4});
+}
+BENCHMARK(BM_DropoutForwardBackward)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 // The fused backward: reads the output gradient and x, writes the input gradient.
 void BM_GeluBackward(benchmark::State& state) {
   Tensor x = randn({kRows, kCols});

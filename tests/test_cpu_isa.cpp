@@ -1,7 +1,10 @@
 // The choice of the CPU kernels' instruction set (core/cpu/isa.h): EMBER_CPU_ISA lowers it, never
 // raises it, and an unknown value is refused with the valid ones; and every rung's Philox gives
-// core/random.h's numbers.
+// core/random.h's numbers, and its dropout bits dropout's documented mask.
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -81,6 +84,58 @@ TEST_CASE("every rung's Philox gives philox4x32's words, in stream order, for an
         CHECK(same);
         CHECK(words.back() == 0xDEADBEEFu);  // nothing written past the draw
       }
+    }
+  }
+}
+
+TEST_CASE("every rung's dropout bits are the float test uniform_float(word) >= p, made on integers") {
+  for (int rung = 0; rung <= static_cast<int>(cpu::detected_cpu_isa()); ++rung) {
+    const cpu::KernelTable& table = cpu::kernel_table(static_cast<CpuIsa>(rung));
+    CAPTURE(cpu::cpu_isa_name(table.isa));
+    // Probabilities at the ends, between representable thresholds, and one rounding up to 1.0f.
+    for (const double p : {1e-9, 0.1, 0.5, 0.3333333, 0.9, 1.0 - 1e-9}) {
+      const auto threshold = static_cast<uint32_t>(std::ceil(static_cast<double>(static_cast<float>(p)) * 16777216.0));
+      for (const int64_t counters : {8, 64, 72, 200}) {
+        const uint64_t key = 0xFEEDFACECAFEBEEFu, first = 0xFFFFFFFFu - 100;
+        std::vector<uint32_t> bits(static_cast<size_t>(counters / 8) + 1, 0xA5A5A5A5u);
+        table.dropout_keep_bits(key, first, counters, threshold, bits.data());
+        int64_t wrong = 0;
+        for (int64_t e = 0; e < 4 * counters; ++e) {
+          const uint32_t word = philox4x32(key, first + static_cast<uint64_t>(e / 4))[static_cast<size_t>(e % 4)];
+          const bool keep = uniform_float(word) >= static_cast<float>(p);
+          wrong += keep != (((bits[static_cast<size_t>(e / 32)] >> (e % 32)) & 1u) != 0);
+        }
+        CAPTURE(p);
+        CAPTURE(counters);
+        CHECK(wrong == 0);
+        CHECK(bits.back() == 0xA5A5A5A5u);  // nothing written past the draw's bits
+      }
+    }
+  }
+}
+
+TEST_CASE("every rung applies dropout's bits as x * (bit ? scale : 0), NaN for a dropped NaN or infinity") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x;
+  for (int i = 0; i < 100; ++i) x.push_back(static_cast<float>(i % 7) - 3.25f);
+  x[3] = inf;
+  x[4] = -inf;
+  x[40] = nan;
+  x[41] = -0.0f;
+  const std::vector<uint32_t> bits{0x0F0F00F5u, 0xFFFF0000u, 0x12345678u, 0x0u};
+  for (int rung = 0; rung <= static_cast<int>(cpu::detected_cpu_isa()); ++rung) {
+    const cpu::KernelTable& table = cpu::kernel_table(static_cast<CpuIsa>(rung));
+    CAPTURE(cpu::cpu_isa_name(table.isa));
+    for (const int64_t count : {100, 97, 8, 3}) {
+      std::vector<float> out(x.size() + 1, 42.0f);
+      table.apply_keep_bits(x.data(), bits.data(), count, 1.25f, out.data());
+      for (int64_t i = 0; i < count; ++i) {
+        const float expected = x[static_cast<size_t>(i)] *
+                               (static_cast<float>((bits[static_cast<size_t>(i / 32)] >> (i % 32)) & 1u) * 1.25f);
+        CAPTURE(i);
+        CHECK(std::memcmp(&out[static_cast<size_t>(i)], &expected, sizeof(float)) == 0);
+      }
+      CHECK(out[static_cast<size_t>(count)] == 42.0f);  // nothing past count
     }
   }
 }

@@ -33,6 +33,16 @@ struct KernelTable {
   CpuIsa isa;
   // words[4 j + w] = word w of philox4x32(key, first_counter + j) (core/random.h), j < counters.
   void (*philox4x32_counters)(uint64_t key, uint64_t first_counter, int64_t counters, uint32_t* words);
+  // Dropout's keep bits for the 4 counters elements drawn from counters first_counter...:
+  // bit e % 32 of bits[e / 32] is whether word e >> 8 >= threshold, that is whether
+  // uniform_float(word e) >= p for threshold = ceil(p 2^24) (core/ops/dropout.cpp). counters is a
+  // multiple of 8.
+  void (*dropout_keep_bits)(uint64_t key, uint64_t first_counter, int64_t counters, uint32_t threshold,
+                            uint32_t* bits);
+  // out[i] = x[i] * (bit i % 32 of bits[i / 32] ? scale : 0), i < count: dropout applied from its
+  // bits (the product with 0 kept: a dropped NaN or infinity gives NaN). bits starts at element 0
+  // of a 32-element word.
+  void (*apply_keep_bits)(const float* x, const uint32_t* bits, int64_t count, float scale, float* out);
   // Whether the gemms below run on vector kernels. Where they do not (the portable rung) they
   // are the scalar reference, correct but slow, and matmul widens the operands for sgemm instead.
   bool vector_gemms;

@@ -6,11 +6,17 @@
 // i.e. word i % 4 of philox4x32(state.seed, state.offset + i / 4), its top 24 bits as a float
 // in [0, 1). A draw reserves ceil(numel / 4) counters. Kept elements are scaled by 1 / (1 - p).
 //
-// The backward regenerates the mask from the saved PhiloxState instead of saving it: the mask
-// would cost a tensor as large as the input for every dropout in the model, held until
-// backward, while recomputing it costs a few integer operations per element in a pass that is
-// memory-bound anyway. It also means forward and backward share one kernel.
+// How the backward gets the mask:
+// - On the CPU the forward keeps it as bits, one per element (a 32nd of a float32 input), and the
+//   backward reads them: drawing the numbers again would cost the backward as much as the
+//   forward's draw, and bits cost one pass over a small buffer.
+// - On a GPU, where the draw is cheap beside memory traffic and a buffer would be one more
+//   allocation per dropout, the backward draws the mask again from the saved PhiloxState, with
+//   the forward's kernel.
+// A device's kernels say which: those of the kernels::dropout_keeping_mask table keep bits.
 #include "core/ops/dropout.h"
+
+#include <cmath>
 
 #include "core/autograd/record.h"
 #include "core/cpu/half_rows.h"
@@ -25,66 +31,91 @@ namespace kernels {
 constinit KernelTable<void(const Tensor& out, const Tensor& x, double p, PhiloxState state)> dropout{"dropout"};
 constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, double p, PhiloxState state)>
     dropout_backward{"dropout_backward"};
+constinit KernelTable<void(const Tensor& out, const Tensor& mask, const Tensor& x, double p, PhiloxState state)>
+    dropout_keeping_mask{"dropout_keeping_mask"};
+constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, const Tensor& mask, double p)>
+    dropout_backward_from_mask{"dropout_backward_from_mask"};
 }  // namespace kernels
 
 namespace {
 
-// out[i] = keep(i) ? x[i] / (1 - p) : 0, with x and out contiguous. Forward and backward
-// both run it (on the input, then on the output's gradient). 16-bit x is scaled in float32 and
-// rounded once; the mask depends only on the draw, so it is the same for every dtype.
-void apply_dropout_mask_cpu(const Tensor& out, const Tensor& x, double p, PhiloxState state) {
+// The mask as bits: element i is bit i % 32 of 32-bit word i / 32 of an int64 tensor of
+// ceil(numel / 64) elements (two words each).
+int64_t mask_elements(int64_t numel) { return (numel + 63) / 64; }
+
+// Elements a parallel part of the CPU kernels covers: 64 Philox counters, 8 words of bits.
+constexpr int64_t kBlockElements = 256;
+
+// out[i] = x[i] * scale where bit i of `bits` is set, else 0, for count elements: the CPU's
+// forward (on the input) and backward (on the output's gradient). float32 (and 16-bit x, widened
+// to float32 a block at a time and rounded once) goes through the instruction set's kernel;
+// float64 through the same arithmetic written here.
+template <class T>
+void apply_keep_bits(const cpu::KernelTable& kernels, const T* x, const uint32_t* bits, int64_t count, double p,
+                     T* out) {
+  using C = compute_type<T>;
+  const C scale = static_cast<C>(1.0 / (1.0 - p));
+  if constexpr (std::is_same_v<T, float>) {
+    kernels.apply_keep_bits(x, bits, count, scale, out);
+  } else if constexpr (std::is_same_v<T, C>) {
+    for (int64_t i = 0; i < count; ++i) out[i] = x[i] * (static_cast<C>((bits[i >> 5] >> (i & 31)) & 1u) * scale);
+  } else {
+    alignas(64) float values[kBlockElements];
+    for (int64_t first = 0; first < count; first += kBlockElements) {
+      const int64_t n = std::min(kBlockElements, count - first);
+      cpu::widen_row(x + first, n, values);
+      kernels.apply_keep_bits(values, bits + first / 32, n, scale, values);
+      cpu::round_row(values, n, out + first);
+    }
+  }
+}
+
+// The forward on the CPU: draws the mask's bits into `mask`, a block of kBlockElements at a time,
+// and applies them. x and out contiguous.
+void dropout_keeping_mask_cpu(const Tensor& out, const Tensor& mask, const Tensor& x, double p, PhiloxState state) {
+  // uniform_float(w) >= float(p) holds iff w >> 8 >= ceil(float(p) 2^24): the integer test the
+  // vector kernels make (core/cpu/kernels/dropout_bits.h).
+  const auto threshold = static_cast<uint32_t>(std::ceil(static_cast<double>(static_cast<float>(p)) * 16777216.0));
+  const cpu::KernelTable& kernels = cpu::kernels();  // resolved outside the parallel region
+  auto* const bits = static_cast<uint32_t*>(mask.raw_data());
   visit_any_floating(x.dtype(), "dropout", [&]<class T>() {
-    using C = compute_type<T>;
     const T* in = x.data_ptr<T>();
     T* result = out.data_ptr<T>();
-    const int64_t numel = x.numel();
-    const float threshold = static_cast<float>(p);
-    const C scale = static_cast<C>(1.0 / (1.0 - p));
-    const int64_t counters = (numel + 3) / 4;
-    // Blocks of kBlock counters (4 * kBlock elements): Philox runs across the block's counters
-    // in vector lanes, then the mask is applied to the block's elements in order.
-    constexpr int kBlock = 64;
-    const int64_t blocks = (counters + kBlock - 1) / kBlock;
-    // The instruction set's Philox (core/cpu/isa.h), resolved outside the parallel region.
-    const auto philox = cpu::kernels().philox4x32_counters;
-    parallel_for(blocks, 4, [&](int64_t begin, int64_t end) {
-      const C keep_scale = scale;  // a local: the compiler may not re-read it from the closure
-      alignas(64) uint32_t words[4 * kBlock];
+    const int64_t numel = x.numel(), counters = (numel + 3) / 4;
+    const int64_t blocks = (numel + kBlockElements - 1) / kBlockElements;
+    parallel_for(blocks, kBlockElements, [&](int64_t begin, int64_t end) {
       for (int64_t block = begin; block < end; ++block) {
-        const int64_t first_counter = block * kBlock;
-        philox(state.seed, state.offset + static_cast<uint64_t>(first_counter), kBlock, words);
-        const int64_t first = first_counter * 4;
-        const int64_t count = std::min<int64_t>(4 * kBlock, numel - first);
-        // Branch-free (times scale or times 0), so that the loop vectorises. A 16-bit block is
-        // widened into float32 first and rounded back after, a row at a time (cpu/half_rows.h).
-        const T* block_in = in + first;
-        T* block_out = result + first;
-        if constexpr (std::is_same_v<T, C>) {
-          for (int64_t i = 0; i < count; ++i) {
-            block_out[i] = block_in[i] * (static_cast<C>(uniform_float(words[i]) >= threshold) * keep_scale);
-          }
-        } else {
-          alignas(64) float values[4 * kBlock];
-          cpu::widen_row(block_in, count, values);
-          for (int64_t i = 0; i < count; ++i) {
-            values[i] *= static_cast<C>(uniform_float(words[i]) >= threshold) * keep_scale;
-          }
-          cpu::round_row(values, count, block_out);
-        }
+        const int64_t first = block * kBlockElements, first_counter = first / 4;
+        const int64_t block_counters = (std::min(kBlockElements / 4, counters - first_counter) + 7) / 8 * 8;
+        kernels.dropout_keep_bits(state.seed, state.offset + static_cast<uint64_t>(first_counter), block_counters,
+                                  threshold, bits + first / 32);
+        apply_keep_bits(kernels, in + first, bits + first / 32, std::min(kBlockElements, numel - first), p,
+                        result + first);
       }
     });
   });
 }
-EMBER_REGISTER_KERNEL(kernels::dropout, DeviceType::CPU, apply_dropout_mask_cpu);
-EMBER_REGISTER_KERNEL(kernels::dropout_backward, DeviceType::CPU, apply_dropout_mask_cpu);
+EMBER_REGISTER_KERNEL(kernels::dropout_keeping_mask, DeviceType::CPU, dropout_keeping_mask_cpu);
 
-}  // namespace
+// The backward on the CPU: the gradient times the forward's mask bits and scale.
+void dropout_backward_from_mask_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tensor& mask, double p) {
+  const cpu::KernelTable& kernels = cpu::kernels();
+  const auto* const bits = static_cast<const uint32_t*>(mask.raw_data());
+  visit_any_floating(grad_y.dtype(), "dropout_backward", [&]<class T>() {
+    const T* in = grad_y.data_ptr<T>();
+    T* result = grad_x.data_ptr<T>();
+    const int64_t numel = grad_y.numel(), blocks = (numel + kBlockElements - 1) / kBlockElements;
+    parallel_for(blocks, kBlockElements / 4, [&](int64_t begin, int64_t end) {
+      const int64_t first = begin * kBlockElements, last = std::min(end * kBlockElements, numel);
+      apply_keep_bits(kernels, in + first, bits + first / 32, last - first, p, result + first);
+    });
+  });
+}
+EMBER_REGISTER_KERNEL(kernels::dropout_backward_from_mask, DeviceType::CPU, dropout_backward_from_mask_cpu);
 
-namespace {
-
-// The backward of dropout: the gradient times the forward's mask (regenerated from its state).
-// Linear, so this op is its own backward: a backward op with a backward, which records only
-// under create_graph and gives dropout derivatives of every order.
+// The backward of dropout from the forward's PhiloxState: the gradient times the mask drawn
+// again. Linear, so this op is its own backward: a backward op with a backward, which records
+// only under create_graph and gives dropout derivatives of every order.
 Tensor dropout_backward(const Tensor& grad, double p, const PhiloxState& state) {
   const Tensor grad_y = contiguous(grad);
   Tensor grad_x = make_tensor(grad_y.sizes(), grad_y.dtype(), grad_y.device());
@@ -94,11 +125,31 @@ Tensor dropout_backward(const Tensor& grad, double p, const PhiloxState& state) 
   });
 }
 
+// The same from the forward's mask bits; its own backward likewise.
+Tensor dropout_backward_from_mask(const Tensor& grad, const Tensor& mask, double p) {
+  const Tensor grad_y = contiguous(grad);
+  EMBER_CHECK(grad_y.device() == mask.device() && mask.numel() == mask_elements(grad_y.numel()),
+              "dropout_backward: a gradient of {} elements on {} for a mask of {} on {}", grad_y.numel(),
+              grad_y.device().str(), mask.numel(), mask.device().str());
+  Tensor grad_x = make_tensor(grad_y.sizes(), grad_y.dtype(), grad_y.device());
+  if (grad_x.numel() > 0) kernels::dropout_backward_from_mask[grad_y.device()](grad_x, grad_y, mask, p);
+  return autograd::record("dropout_backward", grad_x, {grad}, [mask, p](const Tensor& grad_grad) {
+    return autograd::grads(dropout_backward_from_mask(grad_grad, mask, p));
+  });
+}
+
 }  // namespace
 
 Tensor dropout_with_state(const Tensor& x, double p, const PhiloxState& state) {
   const Tensor input = contiguous(x);
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
+  if (kernels::dropout_keeping_mask.has(x.device())) {
+    const Tensor mask = make_tensor({mask_elements(x.numel())}, kInt64, x.device());
+    if (out.numel() > 0) kernels::dropout_keeping_mask[x.device()](out, mask, input, p, state);
+    return autograd::record("dropout", out, {x}, [mask, p](const Tensor& grad) {
+      return autograd::grads(dropout_backward_from_mask(grad, mask, p));
+    });
+  }
   if (out.numel() > 0) kernels::dropout[x.device()](out, input, p, state);
   return autograd::record("dropout", out, {x},
                           [p, state](const Tensor& grad) { return autograd::grads(dropout_backward(grad, p, state)); });

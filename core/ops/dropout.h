@@ -14,6 +14,13 @@ namespace kernels {
 // in dropout.cpp. The backward applies the same mask to the output's gradient.
 extern KernelTable<void(const Tensor& out, const Tensor& x, double p, PhiloxState state)> dropout;
 extern KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, double p, PhiloxState state)> dropout_backward;
+// The same mask kept as bits for the backward, on the devices that register these (the CPU; see
+// dropout.cpp): bit i % 32 of 32-bit word i / 32 of `mask`, an int64 tensor of ceil(numel / 64)
+// elements; the backward reads them instead of drawing again.
+extern KernelTable<void(const Tensor& out, const Tensor& mask, const Tensor& x, double p, PhiloxState state)>
+    dropout_keeping_mask;
+extern KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, const Tensor& mask, double p)>
+    dropout_backward_from_mask;
 }  // namespace kernels
 
 // Returns x unchanged when !train or p == 0; p must be in [0, 1].

@@ -193,7 +193,7 @@ inline void philox4x32_counters(uint64_t key, uint64_t first_counter, int64_t co
   for (; j + 64 <= counters; j += 64) avx512::philox4x32_vectors<4>(key, first_counter + j, words + 4 * j);
   for (; j + 16 <= counters; j += 16) avx512::philox4x32_vectors<1>(key, first_counter + j, words + 4 * j);
 #elif defined(__AVX2__)
-  for (; j + 32 <= counters; j += 32) avx2::philox4x32_vectors<4>(key, first_counter + j, words + 4 * j);
+  for (; j + 16 <= counters; j += 16) avx2::philox4x32_vectors<2>(key, first_counter + j, words + 4 * j);
   for (; j + 8 <= counters; j += 8) avx2::philox4x32_vectors<1>(key, first_counter + j, words + 4 * j);
 #endif
   for (; j < counters; ++j) philox4x32_one(key, first_counter + static_cast<uint64_t>(j), words + 4 * j);

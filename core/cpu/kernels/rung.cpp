@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "core/cpu/kernel_table.h"
+#include "core/cpu/kernels/dropout_bits.h"
 #include "core/cpu/kernels/fma_kernels.h"
 #include "core/cpu/kernels/packed_gemm.h"
 #include "core/cpu/kernels/pair_kernels.h"
@@ -63,6 +64,8 @@ const KernelTable& table() {
   static constexpr KernelTable kTable{
       .isa = CpuIsa::EMBER_CPU_ISA_ENUM,
       .philox4x32_counters = &philox4x32_counters,
+      .dropout_keep_bits = &dropout_keep_bits,
+      .apply_keep_bits = &apply_keep_bits,
       .vector_gemms = kVectorGemms,
       .bf16_gemm = kBf16Gemm,
       .bf16_flushes_subnormals = kBf16FlushesSubnormals,
