@@ -25,7 +25,7 @@ struct MaskingOptions {
   int64_t vocab_size = 0;              // random replacements come from [first_random_id, vocab_size)
   int64_t first_random_id = 0;         // past the special and unused entries of the vocabulary
   int64_t mask_id = 0;                 // [MASK]
-  std::vector<int64_t> never_chosen;   // [CLS], [SEP], [PAD]: structure, not text
+  std::vector<int64_t> never_chosen{};  // [CLS], [SEP], [PAD]: structure, not text
   double choose = 0.15;                // of the other positions
   double as_mask = 0.8, as_random = 0.1;  // of the chosen ones; the rest keep their piece
   // Whole-word masking when not empty: continues_word[id] is true for a piece that carries on
@@ -34,7 +34,7 @@ struct MaskingOptions {
   // ([CLS], [SEP]) its word began in another sequence, and it starts a word of its own. Without
   // it, "disappoint" beside a visible "##ing" is guessed from the spelling, not from the
   // sentence. Indexed by id, so its size must be vocab_size.
-  std::vector<bool> continues_word;
+  std::vector<bool> continues_word{};
 
   // BERT's masking of `tokenizer`'s ids: its [MASK] as mask_id (which the vocabulary must have);
   // its [CLS], [SEP] and [PAD] never chosen; random replacements from the pieces after the last
