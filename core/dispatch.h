@@ -12,6 +12,13 @@
 
 namespace ember {
 
+namespace cpu {
+struct KernelTable;
+// core/cpu/kernel_table.h: the CPU's vector kernels, chosen once (and refused there, with an
+// ember::Error, when EMBER_CPU_ISA asks for what the CPU lacks).
+const KernelTable& kernels();
+}  // namespace cpu
+
 // A kernel looked up in a table, ready to call. Calling it calls the kernel, timed under the
 // op's name while the profiler is on (core/profiler.h).
 template <class Fn>
@@ -64,6 +71,9 @@ class KernelTable {
     if (kernel == nullptr) [[unlikely]] {
       fail("{}: no kernel for {}", op, device.is_cuda() ? "CUDA" : "CPU");
     }
+    // The CPU kernels call the chosen vector kernels from inside their parallel loops, where an
+    // exception would end the program: the choice is made, or refused, here first.
+    if (!device.is_cuda()) cpu::kernels();
     return KernelCall<Fn>(kernel, op, device.is_cuda());
   }
 

@@ -25,12 +25,14 @@
 #include "core/cpu/bf16_gemm.h"
 #include "core/cpu/float16_gemm.h"
 #include "core/cpu/kernel_table.h"
+#include "cpu_rungs.h"
 #include "helpers.h"
 
 namespace ember {
 namespace {
 
 using cpu::MatrixOperand;
+using testing::rungs_of_this_cpu;
 
 struct Case {
   int64_t m, n, k;
@@ -51,15 +53,6 @@ RungGemms<T> gemms_of(const cpu::KernelTable& table) {
   } else {
     return {table.float16_gemm, table.float16_gemm_reference, false};
   }
-}
-
-// The rungs this CPU can run, portable first.
-std::vector<cpu::CpuIsa> rungs_of_this_cpu() {
-  std::vector<cpu::CpuIsa> rungs;
-  for (int rung = 0; rung <= static_cast<int>(cpu::detected_cpu_isa()); ++rung) {
-    rungs.push_back(static_cast<cpu::CpuIsa>(rung));
-  }
-  return rungs;
 }
 
 // A stored matrix of op() shape [rows, cols]: its element (i, j) at i * ld + j, or at j * ld + i

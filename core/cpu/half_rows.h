@@ -1,38 +1,27 @@
 // Rows of 16-bit values widened to float32 and float32 results rounded back, the two ends of
 // every CPU kernel that computes on bfloat16 or float16 in float32 (the elementwise loop, the
-// row kernels, the products).
+// row kernels, the products). The 16-bit conversions run on the rung's kernels
+// (core/cpu/kernels/half_conversions.h): F16C converts float16 where the CPU has it.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
+#include "core/cpu/kernel_table.h"
 #include "core/dtype.h"
 #include "core/half.h"
-
-#if defined(__F16C__)
-#include "core/cpu/x86_intrinsics.h"
-#endif
 
 namespace ember::cpu {
 
 // to[i] = x[i] as float32 (exact from the 16-bit formats): a 16-bit row widened into scratch
-// where a float32 row kernel computes on it. The conversions work on the bits with half.h's
-// functions: written through the value types' own conversions, the loops do not vectorise.
-// float16's decoding branches on subnormals and infinities, so it uses the F16C instruction
-// (exact, as that decoding is) where the CPU has one.
+// where a float32 row kernel computes on it.
 template <class T>
 void widen_row(const T* x, int64_t n, float* to) {
-  int64_t i = 0;
   if constexpr (std::is_same_v<T, Float16>) {
-#if defined(__F16C__)
-    for (; i + 8 <= n; i += 8) {
-      _mm256_storeu_ps(to + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
-    }
-#endif
-    for (; i < n; ++i) to[i] = half_bits::float16_to_float(x[i].bits);
+    kernels().widen_f16(x, n, to);
   } else if constexpr (std::is_same_v<T, BFloat16>) {
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) to[j] = half_bits::bfloat16_to_float(x[j].bits);
+    kernels().widen_bf16(x, n, to);
   } else {
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) to[j] = static_cast<float>(x[j]);
@@ -40,25 +29,27 @@ void widen_row(const T* x, int64_t n, float* to) {
 }
 
 // to[i] = T(x[i]): a float32 result rounded once (to nearest, ties to even), where it is stored.
-// F16C's rounding to float16 is IEEE's, as half.h's is (subnormals, overflow to infinity, NaNs
-// quieted with the top of their payload), and costs one instruction per 8 values.
 template <class T>
 void round_row(const float* x, int64_t n, T* to) {
   if constexpr (std::is_same_v<T, Float16>) {
-    int64_t i = 0;
-#if defined(__F16C__)
-    for (; i + 8 <= n; i += 8) {
-      const __m128i rounded = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i), rounded);
-    }
-#endif
-    for (; i < n; ++i) to[i].bits = half_bits::from_float_to_float16(x[i]);
+    kernels().round_to_f16(x, n, to);
   } else if constexpr (std::is_same_v<T, BFloat16>) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) to[i].bits = half_bits::from_float_to_bfloat16(x[i]);
+    kernels().round_to_bf16(x, n, to);
   } else {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) to[i] = static_cast<T>(x[i]);
+  }
+}
+
+// A row of T as compute_type<T> values for a row kernel to read: the row itself for float and
+// double, a 16-bit row widened into `scratch` (which holds at least n elements) otherwise.
+template <class T>
+const compute_type<T>* row_in_compute_type(const T* row, int64_t n, std::vector<compute_type<T>>& scratch) {
+  if constexpr (std::is_same_v<T, compute_type<T>>) {
+    return row;
+  } else {
+    widen_row(row, n, scratch.data());
+    return scratch.data();
   }
 }
 

@@ -29,6 +29,42 @@ struct GemmKernels {
   GemmKernel<In, In> to_same;  // c of In's type
 };
 
+// The float32 functions the unary ops compute on vector_math.h's approximations.
+enum class VectorFunction : uint8_t { kExp, kTanh, kSigmoid, kErf, kGelu, kGeluTanh };
+
+// A row's max, log sum_i e^(x[i] - max), and (where asked) sum_i x[i].
+template <class T>
+struct LogSumExp {
+  T max;
+  T log_sum;
+  T sum;
+};
+
+// The row kernels of softmax, cross_entropy and logsumexp for float32 or float64 (T): on 16-bit
+// tensors they run on rows widened to float32.
+template <class T>
+struct RowKernels {
+  // softmax (or log_softmax, `log`) of one contiguous row of n; out may be x. next_x / next_out
+  // are the next row's input and output (nullptr for none), prefetched meanwhile.
+  void (*softmax_row)(T* out, const T* x, const T* next_x, T* next_out, int64_t n, bool log);
+  // softmax along n of `width` neighbouring columns (stride `inner` between a column's
+  // elements), with max and sum scratch of width elements; out may be x.
+  void (*softmax_columns)(T* out, const T* x, int64_t n, int64_t inner, int64_t width, bool log, T* max, T* sum);
+  // out[i] = g[i] - e^(y[i]) * (dots ? dots[i] : dot) for i < n, y a log_softmax's output
+  // (log_softmax's backward); out may be g or y.
+  void (*log_softmax_gradient)(const T* g, const T* y, int64_t n, T dot, const T* dots, T* out);
+  // The row's LogSumExp (its sum only when with_sum), prefetching next_row (nullptr for none),
+  // whose elements are next_element_bytes wide.
+  LogSumExp<T> (*log_sum_exp_row)(const T* x, int64_t n, bool with_sum, const void* next_row,
+                                  int64_t next_element_bytes);
+  // out[i] = (e^((x[i] - max) - log_sum) - uniform) * scale.
+  void (*softmax_gradient_row)(const T* x, int64_t n, T max, T log_sum, T uniform, T scale, T* out);
+  // sum over i < n of e^(x[i] - shift), added up in double.
+  double (*sum_exp_shifted)(const T* x, int64_t n, T shift);
+  // total[k] += e^(x[k] - shift[k]) for k < width.
+  void (*accumulate_exp_shifted)(const T* x, const T* shift, int64_t width, double* total);
+};
+
 struct KernelTable {
   CpuIsa isa;
   // words[4 j + w] = word w of philox4x32(key, first_counter + j) (core/random.h), j < counters.
@@ -56,12 +92,32 @@ struct KernelTable {
   // The same products by the scalar C++ the vector kernels of this rung are held to, bit for bit.
   GemmKernels<BFloat16> bf16_gemm_reference;
   GemmKernels<Float16> float16_gemm_reference;
+  // out[i] = f(x[i]) for i < n, in float32 (out may be x).
+  void (*map_f32)(VectorFunction f, const float* x, int64_t n, float* out);
+  // out[i] = grad[i] * f'(x[i]) for f kGelu or kGeluTanh, in float32 (out may be grad or x).
+  void (*activation_backward_f32)(VectorFunction f, const float* grad, const float* x, int64_t n, float* out);
+  RowKernels<float> rows_f32;
+  RowKernels<double> rows_f64;
+  // 16-bit rows widened to float32 (exactly) and float32 rounded to them (to nearest even).
+  void (*widen_bf16)(const BFloat16* x, int64_t n, float* to);
+  void (*widen_f16)(const Float16* x, int64_t n, float* to);
+  void (*round_to_bf16)(const float* x, int64_t n, BFloat16* to);
+  void (*round_to_f16)(const float* x, int64_t n, Float16* to);
 };
+
+// The row kernels for T (float or double) in `table`.
+template <class T>
+const RowKernels<T>& row_kernels(const KernelTable& table) {
+  if constexpr (sizeof(T) == sizeof(float)) return table.rows_f32;
+  else return table.rows_f64;
+}
 
 // The table of `isa`'s kernels (every rung is compiled; one above the CPU's must not be called).
 const KernelTable& kernel_table(CpuIsa isa);
 
-// The table of cpu_isa(), the rung in use.
+// The table of cpu_isa(), the rung in use. Every CPU kernel's dispatch (core/dispatch.h) takes it
+// first, outside any parallel region: the first call throws for a refused EMBER_CPU_ISA, and an
+// exception cannot leave an OpenMP region.
 const KernelTable& kernels();
 
 // A buffer of at least `bytes`, 64-byte aligned, that persists per thread and per `slot` (0-3) and

@@ -1,5 +1,5 @@
-// <immintrin.h>, for the CPU kernels that use x86 vector intrinsics (core/cpu/kernels/'s vector kernels,
-// half_rows.h's F16C). Every such header includes it through this one: GCC 12 warns, wrongly,
+// <immintrin.h>, for the CPU kernels that use x86 vector intrinsics (core/cpu/kernels/, compiled per
+// instruction set). Every such header includes it through this one: GCC 12 warns, wrongly,
 // that its own intrinsics read an uninitialised vector (its bug 105593), and since whichever
 // header includes immintrin.h first decides what is warned, all must silence it alike.
 #pragma once

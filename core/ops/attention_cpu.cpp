@@ -35,7 +35,6 @@
 #include "core/cpu/blas.h"
 #include "core/cpu/half_rows.h"
 #include "core/cpu/kernel_table.h"
-#include "core/cpu/softmax_row.h"
 #include "core/ops/attention.h"
 #include "core/ops/copy.h"
 
@@ -226,6 +225,7 @@ void attention_forward(const Tensor& out, const Tensor& q_tensor, const Tensor& 
   C* const all_probs = probs.data_ptr<C>();
   const int64_t matrices = static_cast<int64_t>(q.offsets.size());
   const int64_t rounded_size = std::is_same_v<T, C> ? 0 : L * S;
+  const cpu::RowKernels<C>& rows = cpu::row_kernels<C>(cpu::kernels());
   for_each_matrix<T, C>(matrices, L * S * (E + Ev), dropout ? L * S : 0, rounded_size,
                         [&](int64_t n, C* weights, T* rounded) {
     C* const p = all_probs + n * L * S;
@@ -240,7 +240,7 @@ void attention_forward(const Tensor& out, const Tensor& q_tensor, const Tensor& 
       if (mask.may_empty_a_row() && std::all_of(row, row + S, masked_out)) {
         std::fill_n(row, S, C(0));
       } else {
-        cpu::softmax_row<C>(row, row, nullptr, nullptr, S, /*log=*/false);
+        rows.softmax_row(row, row, nullptr, nullptr, S, /*log=*/false);
       }
     }
     if (dropout) {

@@ -21,8 +21,8 @@
 #include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/record.h"
-#include "core/cpu/row_loops.h"
-#include "core/cpu/vector_math.h"
+#include "core/cpu/half_rows.h"
+#include "core/cpu/kernel_table.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -60,20 +60,17 @@ void cross_entropy_cpu(const Tensor& losses, const Tensor& row_max, const Tensor
     C* max_out = row_max.data_ptr<C>();
     C* log_sum_out = log_sum.data_ptr<C>();
     const C smoothing = static_cast<C>(label_smoothing);
+    const cpu::RowKernels<C>& row_kernels = cpu::row_kernels<C>(cpu::kernels());
     parallel_for(rows, 2 * classes, [&](int64_t begin, int64_t end) {
       std::vector<C> scratch(std::is_same_v<T, C> ? 0 : classes);
       for (int64_t r = begin; r < end; ++r) {
         const C* row = cpu::row_in_compute_type(x + r * classes, classes, scratch);
-        // The sum of the logits is needed only for label smoothing.
-        const auto [max, total] = smoothing == C(0) ? std::pair<C, C>{cpu::row_max(row, classes), C(0)}
-                                                    : cpu::row_max_and_sum(row, classes);
-        // Prefetching the next row during the exp pass overlaps its memory traffic with
-        // this row's arithmetic.
+        // The sum of the logits is needed only for label smoothing. The next row is prefetched
+        // during the exp pass, which overlaps its memory traffic with this row's arithmetic.
         const T* next = r + 1 < end ? x + (r + 1) * classes : nullptr;
-        const C sum = cpu::sum_over_row<C>(
-            classes, [&](int64_t c) { if (next != nullptr) __builtin_prefetch(next + c); },
-            [&](int64_t c) { return cpu::exp_nonpositive<C>(row[c] - max); });
-        const C log_of_sum = std::log(sum);
+        const cpu::LogSumExp<C> statistics =
+            row_kernels.log_sum_exp_row(row, classes, smoothing != C(0), next, sizeof(T));
+        const C max = statistics.max, total = statistics.sum, log_of_sum = statistics.log_sum;
         max_out[r] = max;
         log_sum_out[r] = log_of_sum;
         if (target[r] == ignore_index) {
@@ -107,23 +104,24 @@ void cross_entropy_backward_cpu(const Tensor& grad_logits, const Tensor& row_sca
     T* g = grad_logits.data_ptr<T>();
     const C uniform = static_cast<C>(label_smoothing) / static_cast<C>(classes);
     const C target_weight = C(1) - static_cast<C>(label_smoothing);
+    const cpu::RowKernels<C>& row_kernels = cpu::row_kernels<C>(cpu::kernels());
     parallel_for(rows, 2 * classes, [&](int64_t begin, int64_t end) {
+      // 16-bit rows: the logits widened, and the gradient computed, in float32 scratch.
+      std::vector<C> row_scratch(std::is_same_v<T, C> ? 0 : classes), gradient_scratch(row_scratch.size());
       for (int64_t r = begin; r < end; ++r) {
-        const T* row = x + r * classes;
         T* g_row = g + r * classes;
         if (target[r] == ignore_index) {
 #pragma omp simd
           for (int64_t c = 0; c < classes; ++c) g_row[c] = T(0);
           continue;
         }
-        const C s = scale[r], m = max[r], l = log_of_sum[r];
-        auto softmax_minus_uniform = [&](int64_t c) {
-          return (cpu::exp_nonpositive<C>((C(row[c]) - m) - l) - uniform) * s;
-        };
-#pragma omp simd
-        for (int64_t c = 0; c < classes; ++c) g_row[c] = T(softmax_minus_uniform(c));
-        // The target's entry is computed again rather than updated, so that it is rounded once.
-        g_row[target[r]] = T(softmax_minus_uniform(target[r]) - target_weight * s);
+        const C* row = cpu::row_in_compute_type(x + r * classes, classes, row_scratch);
+        C* gradient = std::is_same_v<T, C> ? reinterpret_cast<C*>(g_row) : gradient_scratch.data();
+        const C s = scale[r];
+        row_kernels.softmax_gradient_row(row, classes, max[r], log_of_sum[r], uniform, s, gradient);
+        // The target's entry is its softmax less the target's weight, rounded once with it.
+        gradient[target[r]] -= target_weight * s;
+        if constexpr (!std::is_same_v<T, C>) cpu::round_row(gradient, classes, g_row);
       }
     });
   });

@@ -8,7 +8,6 @@
 
 #include "core/autocast.h"
 #include "core/autograd/record.h"
-#include "core/cpu/row_loops.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/reduce.h"
@@ -55,15 +54,16 @@ void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, con
         const C mu = sum * inverse_n;
         // Prefetching the next row (input for reading, output for writing) while this one is
         // in cache overlaps its memory traffic with this row's arithmetic.
-        const bool has_next = r + 1 < end;
-        const C squares = cpu::sum_over_row<C>(
-            n,
-            [&](int64_t i) {
-              if (!has_next) return;
-              __builtin_prefetch(row + n + i);
-              __builtin_prefetch(out_row + n + i, 1);
-            },
-            [&](int64_t i) { return (C(row[i]) - mu) * (C(row[i]) - mu); });
+        if (r + 1 < end) {
+          constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(T));
+          for (int64_t i = 0; i < n; i += kLine) {
+            __builtin_prefetch(row + n + i);
+            __builtin_prefetch(out_row + n + i, 1);
+          }
+        }
+        C squares = 0;
+#pragma omp simd reduction(+ : squares)
+        for (int64_t i = 0; i < n; ++i) squares += (C(row[i]) - mu) * (C(row[i]) - mu);
         const C sigma_inverse = C(1) / std::sqrt(squares * inverse_n + static_cast<C>(eps));
         mean_out[r] = mu;
         rstd_out[r] = sigma_inverse;

@@ -11,7 +11,8 @@
 #include "core/autocast.h"
 #include "core/autograd/record.h"
 #include "core/cpu/reduction_loops.h"
-#include "core/cpu/vector_math.h"
+#include "core/cpu/half_rows.h"
+#include "core/cpu/kernel_table.h"
 #include "core/dispatch.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/reduce.h"
@@ -42,28 +43,21 @@ C logsumexp_shift(C max) {
   return std::isinf(max) ? C(0) : max;
 }
 
-// e^x, vectorisable for float32 (libm's scalar exp would stop the vectoriser); float64 keeps
-// std::exp so gradcheck's reference values stay exact.
-template <class T>
-inline T exp_of(T x) {
-  if constexpr (std::is_same_v<T, float>) return cpu::exp_f32(x);
-  else return std::exp(x);
-}
-
 void logsumexp_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) {
   const cpu::ReductionLayout layout = cpu::reduction_layout(x, mask);
   visit_any_floating(x.dtype(), "logsumexp", [&]<class T>() {
     // Float32 terms are added in double, as the sum kernel does: each term is in [0, 1] after
     // the shift, but a float32 total of millions of them drifts by about n * 2^-24 relative
     // (5M randn: 7.6e-4 in the result, hence in every gradient element exp(x - result)), and
-    // a double total stays within the float32 rounding of the result. exp_of stays float32,
-    // so the loop still vectorises (its one conversion per term is cheap next to the exp).
-    // 16-bit elements compute as float32 ones (C is float), rounding once on store.
+    // a double total stays within the float32 rounding of the result. The exponentials stay
+    // float32 (the rung's, core/cpu/kernels/log_sum_exp_rows.h), so the loop still vectorises.
+    // 16-bit elements are widened to float32 and compute as float32 ones, rounding once on store.
     using C = compute_type<T>;
     using Acc = Accumulator<T>;
     const T* in = layout.source.data_ptr<T>();
     T* result = out.data_ptr<T>();
     const int64_t reduce = layout.reduce, inner = layout.inner;
+    const cpu::RowKernels<C>& rows = cpu::row_kernels<C>(cpu::kernels());
     if (reduce == 0) {  // the sum of no exponentials is 0
       parallel_for(layout.outer * inner, 1, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) result[i] = T(-std::numeric_limits<C>::infinity());
@@ -73,9 +67,9 @@ void logsumexp_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& 
     if (inner == 1) {
       parallel_over_rows<T>(layout, [&](int64_t o, const T* row) {
         const C shift = logsumexp_shift(row_extremum<Extremum::Max>(row, reduce));
-        Acc total = 0;
-#pragma omp simd reduction(+ : total)
-        for (int64_t r = 0; r < reduce; ++r) total += static_cast<Acc>(exp_of(C(row[r]) - shift));
+        thread_local std::vector<C> scratch;
+        if constexpr (!std::is_same_v<T, C>) scratch.resize(reduce);
+        const Acc total = rows.sum_exp_shifted(cpu::row_in_compute_type(row, reduce, scratch), reduce, shift);
         result[o] = static_cast<T>(static_cast<Acc>(shift) + std::log(total));
       });
       return;
@@ -89,10 +83,15 @@ void logsumexp_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& 
       std::copy(base, base + width, column_max);
       for (int64_t r = 1; r < reduce; ++r) fold_extremum<Extremum::Max>(column_max, base + r * inner, width);
       for (int64_t k = 0; k < width; ++k) shift[k] = logsumexp_shift(C(column_max[k]));
+      C widened[kColumnTile];
       for (int64_t r = 0; r < reduce; ++r) {
         const T* row = base + r * inner;
-#pragma omp simd
-        for (int64_t k = 0; k < width; ++k) total[k] += static_cast<Acc>(exp_of(C(row[k]) - shift[k]));
+        if constexpr (std::is_same_v<T, C>) {
+          rows.accumulate_exp_shifted(row, shift, width, total);
+        } else {
+          cpu::widen_row(row, width, widened);
+          rows.accumulate_exp_shifted(widened, shift, width, total);
+        }
       }
       for (int64_t k = 0; k < width; ++k) {
         result[o * inner + i0 + k] = static_cast<T>(static_cast<Acc>(shift[k]) + std::log(total[k]));

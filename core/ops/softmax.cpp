@@ -10,9 +10,8 @@
 
 #include "core/autocast.h"
 #include "core/autograd/record.h"
-#include "core/cpu/row_loops.h"
-#include "core/cpu/softmax_row.h"
-#include "core/cpu/vector_math.h"
+#include "core/cpu/half_rows.h"
+#include "core/cpu/kernel_table.h"
 #include "core/dispatch.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -30,45 +29,6 @@ constinit KernelTable<void(const Tensor& grad_x, const Tensor& grad_y, const Ten
 }  // namespace kernels
 
 namespace {
-
-// The strided case: a block of `width` neighbouring columns of one outer slice, each column
-// a softmax along n with stride `inner`. Rows of the block are unit-stride, so every pass
-// vectorises across columns.
-template <class T>
-void softmax_columns(T* out, const T* x, int64_t n, int64_t inner, int64_t width, bool log, T* max, T* sum) {
-  for (int64_t i = 0; i < width; ++i) max[i] = -std::numeric_limits<T>::infinity(), sum[i] = 0;
-  for (int64_t r = 0; r < n; ++r) {
-    const T* row = x + r * inner;
-#pragma omp simd
-    for (int64_t i = 0; i < width; ++i) max[i] = row[i] > max[i] ? row[i] : max[i];
-  }
-  for (int64_t r = 0; r < n; ++r) {
-    const T* row = x + r * inner;
-    T* out_row = out + r * inner;
-#pragma omp simd
-    for (int64_t i = 0; i < width; ++i) {
-      const T e = cpu::exp_nonpositive<T>(row[i] - max[i]);
-      if (!log) out_row[i] = e;
-      sum[i] += e;
-    }
-  }
-  if (log) {
-    for (int64_t i = 0; i < width; ++i) sum[i] = std::log(sum[i]);
-  } else {
-    for (int64_t i = 0; i < width; ++i) sum[i] = T(1) / sum[i];
-  }
-  for (int64_t r = 0; r < n; ++r) {
-    const T* row = x + r * inner;
-    T* out_row = out + r * inner;
-    if (log) {
-#pragma omp simd
-      for (int64_t i = 0; i < width; ++i) out_row[i] = (row[i] - max[i]) - sum[i];
-    } else {
-#pragma omp simd
-      for (int64_t i = 0; i < width; ++i) out_row[i] *= sum[i];
-    }
-  }
-}
 
 // Columns handled together in the strided case: enough for full vectors, small enough that
 // the block's rows stay in cache between passes.
@@ -98,16 +58,17 @@ void softmax_cpu(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, i
   visit_any_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
     const T* in = x.data_ptr<T>();
     T* result = out.data_ptr<T>();
+    const cpu::RowKernels<compute_type<T>>& rows = cpu::row_kernels<compute_type<T>>(cpu::kernels());
     if constexpr (std::is_same_v<T, compute_type<T>>) {
       for_each_slice(
           outer, n, inner,
           [&](int64_t offset, bool has_next) {
-            cpu::softmax_row(result + offset, in + offset, has_next ? in + offset + n : nullptr,
+            rows.softmax_row(result + offset, in + offset, has_next ? in + offset + n : nullptr,
                              has_next ? result + offset + n : nullptr, n, log);
           },
           [&](int64_t offset, int64_t width) {
             T max[kColumnBlock], sum[kColumnBlock];
-            softmax_columns(result + offset, in + offset, n, inner, width, log, max, sum);
+            rows.softmax_columns(result + offset, in + offset, n, inner, width, log, max, sum);
           });
     } else {
       // A 16-bit row (or block of columns) is widened into float32 scratch, where the float32
@@ -119,7 +80,7 @@ void softmax_cpu(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, i
             thread_local std::vector<float> row;
             row.resize(n);
             cpu::widen_row(in + offset, n, row.data());
-            cpu::softmax_row<float>(row.data(), row.data(), nullptr, nullptr, n, log);
+            rows.softmax_row(row.data(), row.data(), nullptr, nullptr, n, log);
             cpu::round_row(row.data(), n, result + offset);
           },
           [&](int64_t offset, int64_t width) {
@@ -127,7 +88,7 @@ void softmax_cpu(const Tensor& out, const Tensor& x, int64_t outer, int64_t n, i
             std::vector<float> block(n * width);
             for (int64_t r = 0; r < n; ++r) cpu::widen_row(in + offset + r * inner, width, block.data() + r * width);
             float max[kColumnBlock], sum[kColumnBlock];
-            softmax_columns(block.data(), block.data(), n, width, width, log, max, sum);
+            rows.softmax_columns(block.data(), block.data(), n, width, width, log, max, sum);
             for (int64_t r = 0; r < n; ++r) cpu::round_row(block.data() + r * width, width, result + offset + r * inner);
           });
     }
@@ -145,6 +106,21 @@ void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tens
     const T* g = grad_y.data_ptr<T>();
     const T* out = y.data_ptr<T>();
     T* gx = grad_x.data_ptr<T>();
+    const cpu::RowKernels<C>& rows = cpu::row_kernels<C>(cpu::kernels());
+    // log_softmax's grad_y - exp(y) * dots over `width` elements (dots one per element, or
+    // `dot` for all where dots is nullptr): the rung's exp, on float32 copies of 16-bit rows.
+    auto log_softmax_gradient = [&](const T* gr, const T* yr, int64_t width, C dot, const C* dots, T* gxr) {
+      if constexpr (std::is_same_v<T, C>) {
+        rows.log_softmax_gradient(gr, yr, width, dot, dots, gxr);
+      } else {
+        thread_local std::vector<float> scratch;
+        scratch.resize(2 * width);
+        cpu::widen_row(gr, width, scratch.data());
+        cpu::widen_row(yr, width, scratch.data() + width);
+        rows.log_softmax_gradient(scratch.data(), scratch.data() + width, width, dot, dots, scratch.data());
+        cpu::round_row(scratch.data(), width, gxr);
+      }
+    };
     auto row_fn = [&](int64_t offset, bool) {
       const T* gr = g + offset;
       const T* yr = out + offset;
@@ -153,8 +129,7 @@ void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tens
       if (log) {
 #pragma omp simd reduction(+ : dot)
         for (int64_t i = 0; i < n; ++i) dot += C(gr[i]);
-#pragma omp simd
-        for (int64_t i = 0; i < n; ++i) gxr[i] = T(C(gr[i]) - cpu::exp_nonpositive<C>(C(yr[i])) * dot);
+        log_softmax_gradient(gr, yr, n, dot, nullptr, gxr);
       } else {
 #pragma omp simd reduction(+ : dot)
         for (int64_t i = 0; i < n; ++i) dot += C(gr[i]) * C(yr[i]);
@@ -181,8 +156,7 @@ void softmax_backward_cpu(const Tensor& grad_x, const Tensor& grad_y, const Tens
         const T* yr = out + offset + r * inner;
         T* gxr = gx + offset + r * inner;
         if (log) {
-#pragma omp simd
-          for (int64_t i = 0; i < width; ++i) gxr[i] = T(C(gr[i]) - cpu::exp_nonpositive<C>(C(yr[i])) * dot[i]);
+          log_softmax_gradient(gr, yr, width, C(0), dot, gxr);
         } else {
 #pragma omp simd
           for (int64_t i = 0; i < width; ++i) gxr[i] = T(C(yr[i]) * (C(gr[i]) - dot[i]));

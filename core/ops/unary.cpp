@@ -3,10 +3,11 @@
 
 #include <cmath>
 #include <numbers>
+#include <optional>
 
 #include "core/autograd/record.h"
 #include "core/cpu/loops.h"
-#include "core/cpu/vector_math.h"
+#include "core/cpu/vector_function_loops.h"
 #include "core/cpu/wrapping.h"
 #include "core/ops/clamp_bounds.h"
 #include "core/ops/elementwise.h"
@@ -51,6 +52,19 @@ constexpr double kSqrt2OverPi = 0.7978845608028654;   // sqrt(2 / pi)
 constexpr double kInvSqrt2 = 0.7071067811865476;      // 1 / sqrt(2)
 constexpr double kInvSqrt2Pi = 0.3989422804014327;    // 1 / sqrt(2 pi)
 
+// The rung's float32 vector function that computes `op`, where there is one.
+std::optional<cpu::VectorFunction> vector_function(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp: return cpu::VectorFunction::kExp;
+    case UnaryOp::Tanh: return cpu::VectorFunction::kTanh;
+    case UnaryOp::Sigmoid: return cpu::VectorFunction::kSigmoid;
+    case UnaryOp::Erf: return cpu::VectorFunction::kErf;
+    case UnaryOp::Gelu: return cpu::VectorFunction::kGelu;
+    case UnaryOp::GeluTanh: return cpu::VectorFunction::kGeluTanh;
+    default: return std::nullopt;
+  }
+}
+
 // Each lambda takes and returns compute_type<T> (C): a 16-bit element is widened to float as it
 // is read and its result rounds once, as it is stored; float32 and float64 compute in their own type.
 template <class T>
@@ -66,28 +80,12 @@ void math_cpu(UnaryOp op, const Tensor& out, const Tensor& x) {
     default: break;
   }
   if constexpr (std::is_same_v<C, float>) {
-    // float32 exp, erf, gelu, tanh and sigmoid from cpu/vector_math.h (for float32 and the
-    // 16-bit formats, which compute in float): libm calls would keep these loops scalar.
-    // float64 stays on std:: functions below, so gradcheck sees exact values. The bodies are
-    // forced inline: for_each_element instantiates its loop twice (flat and strided), and GCC
-    // then leaves a body this large as a call, which stops vectorisation.
-    using namespace cpu;
-    switch (op) {
-      case UnaryOp::Exp:
-        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) { return exp_f32(v); });
-      case UnaryOp::Tanh:
-        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) { return tanh_f32(v); });
-      case UnaryOp::Sigmoid:
-        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) { return sigmoid_f32(v); });
-      case UnaryOp::Erf:
-        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) { return erf_f32(v); });
-      case UnaryOp::Gelu:
-        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) { return gelu_f32(v); });
-      case UnaryOp::GeluTanh:
-        return for_each_element<T, T>(out, {x}, [](C v) __attribute__((always_inline)) {
-          return 0.5f * v * (1.0f + tanh_f32(float(kSqrt2OverPi) * (v + 0.044715f * v * v * v)));
-        });
-      default: break;
+    // float32 exp, erf, gelu, tanh and sigmoid by the rung's vector functions
+    // (core/cpu/kernels/vector_functions.h), for float32 and the 16-bit formats, which compute in
+    // float: libm calls would keep these loops scalar. float64 stays on std:: functions below,
+    // so gradcheck sees exact values.
+    if (const std::optional<cpu::VectorFunction> function = vector_function(op)) {
+      return cpu::map_vector_function<T>(*function, out, x);
     }
   }
   if constexpr (is_floating_element<T>) {
@@ -145,7 +143,7 @@ void clamp_cpu(const Tensor& out, const Tensor& x, std::optional<double> min, st
 EMBER_REGISTER_KERNEL(kernels::clamp, DeviceType::CPU, clamp_cpu);
 
 // grad * f'(x) for the activations, one pass. The derivatives are those of derivative() below;
-// float32 GELU uses the vectorisable erf and exp of cpu/vector_math.h.
+// float32 GELUs use the rung's vectorised erf, exp and tanh.
 // A 16-bit gradient computes in float (C) and rounds once, on store.
 template <class T>
 void activation_backward_typed(UnaryOp op, const Tensor& grad_x, const Tensor& grad, const Tensor& x) {
@@ -155,28 +153,26 @@ void activation_backward_typed(UnaryOp op, const Tensor& grad_x, const Tensor& g
     case UnaryOp::Relu:
       return for_each_element<T, T, T>(grad_x, {grad, x}, [](C g, C v) { return v > 0 ? g : C(0); });
     case UnaryOp::Gelu:
-      // d/dx x Phi(x) = Phi(x) + x phi(x)
+    case UnaryOp::GeluTanh:
+      // float32 and 16-bit: the rung's vector functions (core/cpu/kernels/vector_functions.h).
       if constexpr (std::is_same_v<C, float>) {
-        return for_each_element<T, T, T>(grad_x, {grad, x}, [](C g, C v) __attribute__((always_inline)) {
-          return g * cpu::gelu_derivative_f32(v);
-        });
-      } else {
+        return cpu::vector_function_backward<T>(*vector_function(op), grad_x, grad, x);
+      } else if (op == UnaryOp::Gelu) {
+        // d/dx x Phi(x) = Phi(x) + x phi(x)
         return for_each_element<T, T, T>(grad_x, {grad, x}, [](C g, C v) {
           const C cdf = C(0.5) * (C(1) + std::erf(v * C(kInvSqrt2)));
           const C pdf = C(kInvSqrt2Pi) * std::exp(C(-0.5) * v * v);
           return g * (cdf + v * pdf);
         });
+      } else {
+        // y = 0.5 x (1 + t), t = tanh(u), u = c (x + 0.044715 x^3):
+        // dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)
+        return for_each_element<T, T, T>(grad_x, {grad, x}, [](C g, C v) {
+          const C c = C(kSqrt2OverPi), x2 = v * v;
+          const C t = std::tanh(c * (v + C(0.044715) * x2 * v));
+          return g * (C(0.5) * (C(1) + t) + C(0.5) * v * (C(1) - t * t) * c * (C(1) + C(3 * 0.044715) * x2));
+        });
       }
-    case UnaryOp::GeluTanh:
-      // y = 0.5 x (1 + t), t = tanh(u), u = c (x + 0.044715 x^3):
-      // dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)
-      return for_each_element<T, T, T>(grad_x, {grad, x}, [](C g, C v) {
-        const C c = C(kSqrt2OverPi), x2 = v * v;
-        C t;
-        if constexpr (std::is_same_v<C, float>) t = cpu::tanh_f32(c * (v + C(0.044715) * x2 * v));
-        else t = std::tanh(c * (v + C(0.044715) * x2 * v));
-        return g * (C(0.5) * (C(1) + t) + C(0.5) * v * (C(1) - t * t) * c * (C(1) + C(3 * 0.044715) * x2));
-      });
     default: fail("{}: has no fused backward", unary_op_name(op));
   }
 }

@@ -13,10 +13,14 @@
 #include "core/cpu/kernel_table.h"
 #include "core/cpu/kernels/dropout_bits.h"
 #include "core/cpu/kernels/fma_kernels.h"
+#include "core/cpu/kernels/half_conversions.h"
+#include "core/cpu/kernels/log_sum_exp_rows.h"
 #include "core/cpu/kernels/packed_gemm.h"
 #include "core/cpu/kernels/pair_kernels.h"
 #include "core/cpu/kernels/philox_lanes.h"
 #include "core/cpu/kernels/rung_namespace.h"
+#include "core/cpu/kernels/softmax_rows.h"
+#include "core/cpu/kernels/vector_functions.h"
 #include "core/cpu/kernels/widened_format.h"
 
 namespace ember::cpu::EMBER_CPU_KERNELS {
@@ -58,6 +62,12 @@ constexpr GemmKernels<BFloat16> kBf16Reference = gemm_kernels<WidenedFormat<BFlo
 constexpr bool kBf16FlushesSubnormals = false;
 #endif
 
+template <class T>
+constexpr RowKernels<T> rows_of() {
+  return {&softmax_row<T>,         &softmax_columns<T>, &log_softmax_gradient<T>,        &log_sum_exp_row<T>,
+          &softmax_gradient_row<T>, &sum_exp_shifted<T>, &accumulate_exp_shifted<T>};
+}
+
 }  // namespace
 
 const KernelTable& table() {
@@ -72,6 +82,14 @@ const KernelTable& table() {
       .float16_gemm = gemm_kernels<WidenedFormat<Float16>, FmaKernel>(),
       .bf16_gemm_reference = kBf16Reference,
       .float16_gemm_reference = gemm_kernels<WidenedFormat<Float16>, ReferenceFmaKernel>(),
+      .map_f32 = &map_vector_function,
+      .activation_backward_f32 = &vector_function_backward,
+      .rows_f32 = rows_of<float>(),
+      .rows_f64 = rows_of<double>(),
+      .widen_bf16 = &widen_bf16,
+      .widen_f16 = &widen_f16,
+      .round_to_bf16 = &round_to_bf16,
+      .round_to_f16 = &round_to_f16,
   };
   return kTable;
 }

@@ -1,8 +1,10 @@
 // Branch-free float32 exp, erf, gelu, tanh and sigmoid that the compiler vectorises inside
-// `#pragma omp simd` loops (libm's scalar calls would stop it). Used by the float32 kernels of
-// softmax, log_softmax, cross_entropy and the unary ops; float64 kernels keep std:: functions.
+// `#pragma omp simd` loops (libm's scalar calls would stop it), at the width of the rung they are
+// compiled for (core/cpu/kernels/rung_namespace.h). Used by the float32 row kernels of softmax,
+// log_softmax, cross_entropy and logsumexp, and by the unary ops' vector functions
+// (vector_functions.h); float64 keeps std:: functions.
 //
-// Accuracy (checked by tests/test_vector_math.cpp): exp within about one float epsilon over the
+// Accuracy (checked on every rung by tests/test_vector_math.cpp): exp within about one float epsilon over the
 // normal range, 0 below it (x < -87) and at -inf, inf above 88.72, NaN through; erf within
 // 1e-6 absolute everywhere and with good relative accuracy near 0; tanh and sigmoid within a
 // few float epsilons.
@@ -14,7 +16,9 @@
 #include <limits>
 #include <type_traits>
 
-namespace ember::cpu {
+#include "core/cpu/kernels/rung_namespace.h"
+
+namespace ember::cpu::EMBER_CPU_KERNELS {
 
 // Forced inline: a call left in a loop body stops the vectoriser, and GCC's heuristics give
 // up on inlining these into the large elementwise-loop templates.
@@ -136,6 +140,14 @@ EMBER_VECTOR_MATH_INLINE T exp_nonpositive(T x) {
   else return std::exp(x);
 }
 
+// e^x for any x in a kernel templated on the element type: exp_f32 for float32, std::exp for
+// float64.
+template <class T>
+EMBER_VECTOR_MATH_INLINE T exp_of(T x) {
+  if constexpr (std::is_same_v<T, float>) return exp_f32(x);
+  else return std::exp(x);
+}
+
 #undef EMBER_VECTOR_MATH_INLINE
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_KERNELS

@@ -1,5 +1,5 @@
-// Loops over one contiguous row for the row kernels (softmax, cross_entropy, layer_norm), and a
-// 16-bit row read as float32 (the conversions themselves are in cpu/half_rows.h).
+// Loops over one contiguous row for the row kernels (softmax, cross_entropy, logsumexp), compiled
+// into each rung (core/cpu/kernels/rung_namespace.h).
 // Each keeps its partial results per lane, in arrays one or four vector registers long that
 // the compiler keeps in registers, so that
 //   - a max or sum over a row from memory is not bound by the latency of one accumulator
@@ -11,12 +11,10 @@
 #include <limits>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
-#include "core/cpu/half_rows.h"
-#include "core/dtype.h"
+#include "core/cpu/kernels/rung_namespace.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_KERNELS {
 
 // Elements of T in one cache line (and one 512-bit vector register).
 template <class T>
@@ -102,16 +100,4 @@ __attribute__((flatten)) T sum_over_row(int64_t n, Prefetch&& prefetch, Term&& t
   return fold_lanes(lanes, kLanes, sum_of<T>);
 }
 
-// A row of T as compute_type<T> values for a row kernel to read: the row itself for float and
-// double, a 16-bit row widened into `scratch` (which holds at least n elements) otherwise.
-template <class T>
-const compute_type<T>* row_in_compute_type(const T* row, int64_t n, std::vector<compute_type<T>>& scratch) {
-  if constexpr (std::is_same_v<T, compute_type<T>>) {
-    return row;
-  } else {
-    widen_row(row, n, scratch.data());
-    return scratch.data();
-  }
-}
-
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_KERNELS
