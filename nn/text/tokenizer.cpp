@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "nn/text/bpe.h"
+#include "nn/text/gpt2_tokenizer.h"
 #include "nn/text/char_tokenizer.h"
 #include "nn/text/json_file.h"
 #include "nn/text/word_tokenizer.h"
@@ -100,7 +101,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   if (type == "word") return std::make_unique<WordTokenizer>(WordTokenizer::load(path));
   if (type == "char") return std::make_unique<CharTokenizer>(CharTokenizer::load(path));
   if (type == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::load(path));
-  file.fail_at("type", fmt::format("is '{}', which is none of the tokenizer types wordpiece, word, char, bpe", type));
+  if (type == "gpt2") return std::make_unique<Gpt2Tokenizer>(Gpt2Tokenizer::load(path));
+  file.fail_at("type", fmt::format("is '{}', which is none of the tokenizer types wordpiece, word, char, bpe, gpt2", type));
 }
 
 }  // namespace ember::text

@@ -41,7 +41,7 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // "wordpiece", "word", "char" or "bpe": the "type" field of the saved file.
+  // "wordpiece", "word", "char", "bpe" or "gpt2": the "type" field of the saved file.
   virtual std::string type() const = 0;
 
   // Token ids of `text`, without special tokens. Any string is accepted, the empty one (no
