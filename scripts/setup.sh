@@ -44,6 +44,9 @@ if [ "$set_name" != demo ]; then
     # libomp-16-dev replaces libomp-dev (LLVM 14's), which Debian will not install beside it;
     # GCC builds use GCC's own OpenMP (libgomp) and need neither.
     clang-16 libclang-rt-16-dev libomp-16-dev llvm-16
+    # The suites that run again on emulated CPUs (AVX2 only, and no AVX), which shows that one
+    # build runs on every x86-64 CPU (tests/CMakeLists.txt).
+    qemu-user
   )
 fi
 # The side-by-side benchmark runs Debian's PyTorch next to ember; nothing else needs it. The
