@@ -77,6 +77,10 @@ void write_tokenizer_seeds() {
   text::BpeTokenizer::train(kCorpus, text::BpeTokenizer::kBaseVocabSize + 12)
       .save(seed_path("fuzz_bpe_file", "bpe.json"));
   text::BpeTokenizer::train(kCorpus, text::BpeTokenizer::kBaseVocabSize).save(seed_path("fuzz_bpe_file", "bytes.json"));
+
+  // fuzz_gpt2_text takes text: contractions, runs of spaces and newlines, accents, a malformed byte.
+  write_bytes(seed_path("fuzz_gpt2_text", "prose.txt"), "The cat's where the caf\xc3\xa9 is.\n\n  Where's it?  ");
+  write_bytes(seed_path("fuzz_gpt2_text", "mixed.txt"), "x = 42;\t// \xe4\xbd\xa0\xe5\xa5\xbd \xf0\x9f\x99\x82 \xff end\n");
 }
 
 // fuzz_bert_vocab takes a first byte that picks the reader (even: vocab.txt, odd: JSON).
