@@ -33,6 +33,7 @@
 #include "core/ops/inplace.h"
 #include "core/ops/join.h"
 #include "core/ops/layer_norm.h"
+#include "core/ops/linear_cross_entropy.h"
 #include "core/ops/matmul.h"
 #include "core/ops/reduce.h"
 #include "core/ops/softmax.h"

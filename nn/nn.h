@@ -9,6 +9,7 @@
 #include "nn/models/bert/bert.h"
 #include "nn/models/bert/bert_neighbour_heads.h"
 #include "nn/models/causal_lm.h"
+#include "nn/models/gpt2/gpt2.h"
 #include "nn/optim/clip_grad.h"
 #include "nn/modules/container.h"
 #include "nn/parallel/distributed_data_parallel.h"

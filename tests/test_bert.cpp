@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "golden_files.h"
 #include "helpers.h"
 #include "nn/data/masked_lm.h"
 #include "nn/models/bert/bert.h"
@@ -24,18 +25,12 @@ namespace {
 
 constexpr double kTolerance = 1e-9;
 
-std::string golden_path(const std::string& name) { return std::string(EMBER_SOURCE_DIR) + "/tests/golden/" + name; }
-
-const nn::StateDict& golden() {
-  static const nn::StateDict tensors = nn::load_safetensors(golden_path("bert_tiny_golden.safetensors"));
+const GoldenTensors& golden() {
+  static const GoldenTensors tensors("bert_tiny_golden.safetensors");
   return tensors;
 }
 
-const Tensor& expected(const std::string& key) {
-  const auto found = golden().find(key);
-  if (found == golden().end()) FAIL("the golden file has no tensor '" << key << "'");
-  return found->second;
-}
+const Tensor& expected(const std::string& key) { return golden().at(key); }
 
 nn::BertInputs inputs() {
   return {.token_type_ids = expected("token_type_ids"), .attention_mask = expected("attention_mask")};

@@ -115,12 +115,15 @@ int main(int argc, char** argv) {
   int steps = 10, warmup = 3, threads = 0;
   bool profile = false, ceiling = false, allow_tf32 = false, cuda_graphs = false;
   CLI::App app{"One ember training step of a reference workload, timed"};
-  app.add_option("--workload", workload_name, "classifier or encoder-decoder")->capture_default_str();
+  app.add_option("--workload", workload_name, "classifier, encoder-decoder or gpt")->capture_default_str();
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--batch", sizes.batch, "sequences per batch")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--seq-len", sizes.seq_len, "sequence length (0: the workload's)")->capture_default_str();
-  app.add_option("--d-model", sizes.d_model, "model width (heads stay 4, d_ff 4 x d_model)")->capture_default_str();
+  app.add_option("--d-model", sizes.d_model, "model width (d_ff 4 x d_model)")->capture_default_str();
+  app.add_option("--heads", sizes.heads, "attention heads")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--layers", sizes.layers, "blocks (0: the workload's)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--vocab", sizes.vocab, "vocabulary size (0: the workload's)")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--threads", threads, "OpenMP threads (0: all cores)")->capture_default_str();
   app.add_option("--device", device_name, "cpu or cuda")->capture_default_str();
   app.add_option("--precision", precision_name, "fp32, or autocast to bf16 or fp16 (fp16 with loss scaling)")

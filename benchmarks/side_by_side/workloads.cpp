@@ -110,13 +110,50 @@ class EncoderDecoderWorkload final : public Workload {
   Tensor source_, target_in_, target_out_;
 };
 
+// GPT-2's architecture at a size two cores train (nn::GPT2LMHeadModel): learned positions, 4
+// pre-LN blocks with tanh GELU, the output layer tied to the 50,257-token embedding, dropout 0.1
+// on the embeddings, attention weights and residual branches. One fixed batch of seq_len + 1
+// tokens per row: the model reads the first seq_len and predicts the last seq_len, with the
+// output layer and the loss run in chunks (GPT2LMHeadModel::loss).
+class GptWorkload final : public Workload {
+ public:
+  GptWorkload(const WorkloadSizes& sizes, Device device, train::Precision precision)
+      : Workload(precision), device_(device) {
+    nn::GPT2Config config;
+    config.n_positions = sizes.seq_len > 0 ? sizes.seq_len : 128;
+    config.vocab_size = sizes.vocab > 0 ? sizes.vocab : 50257;
+    config.n_embd = sizes.d_model;
+    config.n_head = sizes.heads;
+    config.n_layer = sizes.layers > 0 ? sizes.layers : 4;
+    model_ = std::make_shared<nn::GPT2LMHeadModel>(config);
+    model_->to(device);
+    optimizer_ = std::make_unique<nn::AdamW>(model_->parameters(), nn::AdamWOptions{.lr = 1e-4});
+    const Tensor window = random_ids(sizes.batch, config.n_positions + 1, config.vocab_size, device);
+    inputs_ = window.slice(1, std::nullopt, -1).contiguous();
+    targets_ = window.slice(1, 1, std::nullopt).contiguous();
+  }
+
+  Tensor queue_step() override {
+    return train_step(*optimizer_, device_, [&] { return model_->loss(inputs_, targets_); });
+  }
+  nn::Module& model() override { return *model_; }
+  int64_t tokens_per_step() const override { return inputs_.numel(); }
+
+ private:
+  Device device_;
+  std::shared_ptr<nn::GPT2LMHeadModel> model_;
+  std::unique_ptr<nn::AdamW> optimizer_;
+  Tensor inputs_, targets_;
+};
+
 }  // namespace
 
 std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadSizes& sizes, Device device,
                                         train::Precision precision) {
   if (name == "classifier") return std::make_unique<ClassifierWorkload>(sizes, device, precision);
   if (name == "encoder-decoder") return std::make_unique<EncoderDecoderWorkload>(sizes, device, precision);
-  fail("make_workload: unknown workload '{}' (classifier, encoder-decoder)", name);
+  if (name == "gpt") return std::make_unique<GptWorkload>(sizes, device, precision);
+  fail("make_workload: unknown workload '{}' (classifier, encoder-decoder, gpt)", name);
 }
 
 }  // namespace ember::bench

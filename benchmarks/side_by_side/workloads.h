@@ -1,5 +1,5 @@
-// The two reference workloads of the side-by-side benchmark, built with ember: the transformer
-// classifier and the encoder-decoder, with the sizes torch_workloads.py gives PyTorch's
+// The reference workloads of the side-by-side benchmark, built with ember: the transformer
+// classifier, the encoder-decoder and GPT-2 (at a size two cores train), with the sizes torch_workloads.py gives PyTorch's
 // versions. A workload owns its model, optimizer and one fixed batch; step() is one training
 // step (forward, loss, backward, AdamW) and returns the loss. With --precision bf16 or fp16 the
 // forward pass and the loss run under autocast, and fp16 scales the loss (nn::GradScaler), as
@@ -21,7 +21,8 @@ struct WorkloadSizes {
   int64_t seq_len = 0;  // 0: the workload's own (128 for the classifier, 64 for the encoder-decoder)
   int64_t d_model = 256;
   int64_t heads = 4;
-  int64_t vocab = 0;    // 0: the workload's own (8192, 8000)
+  int64_t vocab = 0;    // 0: the workload's own (8192, 8000, 50257)
+  int64_t layers = 0;   // 0: the workload's own (4, 3 + 3, 4)
 };
 
 class Workload {
@@ -48,7 +49,7 @@ class Workload {
   nn::GradScaler scaler_;
 };
 
-// "classifier" or "encoder-decoder"; anything else throws ember::Error.
+// "classifier", "encoder-decoder" or "gpt"; anything else throws ember::Error.
 std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadSizes& sizes, Device device,
                                         train::Precision precision = train::Precision::Float32);
 

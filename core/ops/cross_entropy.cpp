@@ -128,16 +128,14 @@ void cross_entropy_backward_cpu(const Tensor& grad_logits, const Tensor& row_sca
 }
 EMBER_REGISTER_KERNEL(kernels::cross_entropy_backward, DeviceType::CPU, cross_entropy_backward_cpu);
 
-// How many targets count towards the mean: those not equal to ignore_index, as a scalar of
-// `dtype` on the targets' device, so that dividing by it never reads anything back.
+}  // namespace
+
 Tensor counted_targets(const Tensor& targets, int64_t ignore_index, DType dtype) {
   return sum(ne(targets, static_cast<double>(ignore_index)).to(dtype));
 }
 
-// cross_entropy's backward under create_graph, written with differentiable ops (composite,
-// taken only then): the fused kernel reads the row statistics saved without history. Each row's
-// gradient is softmax(x) minus the target distribution (the one-hot target mixed with uniform
-// by label smoothing), times the row's scale; ignored rows get none.
+// Each row's gradient is softmax(x) minus the target distribution (the one-hot target mixed with
+// uniform by label smoothing), times the row's scale; ignored rows get none.
 Tensor differentiable_cross_entropy_backward(const Tensor& row_scale, const Tensor& logits, const Tensor& targets,
                                              const CrossEntropyOptions& options) {
   const int64_t classes = logits.size(-1);
@@ -151,8 +149,6 @@ Tensor differentiable_cross_entropy_backward(const Tensor& row_scale, const Tens
   const Tensor scale = mul(unsqueeze(row_scale.to(dtype), -1), counted);
   return mul(sub(softmax(logits, -1), target_distribution), scale);
 }
-
-}  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOptions options) {
   if (auto cast = autocast::float32_operands(logits)) return cross_entropy((*cast)[0], targets, options);

@@ -36,4 +36,15 @@ struct CrossEntropyOptions {
 // int64 targets [...] in [0, C) or equal to ignore_index. Reduction::None returns [...].
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOptions options = {});
 
+// For ops built on cross_entropy's kernels (linear_cross_entropy):
+// How many targets count towards a mean: those not equal to ignore_index, as a 0-d tensor of
+// `dtype` on the targets' device, so that dividing by it never reads anything back.
+Tensor counted_targets(const Tensor& targets, int64_t ignore_index, DType dtype);
+// The gradient of the loss with respect to logits [rows, C] when each row's loss has gradient
+// row_scale [rows] (already divided by the count for a mean), written with differentiable ops:
+// what a backward under create_graph computes, where the fused kernel, which reads statistics
+// saved without history, cannot serve. Ignored rows get zero.
+Tensor differentiable_cross_entropy_backward(const Tensor& row_scale, const Tensor& logits, const Tensor& targets,
+                                             const CrossEntropyOptions& options);
+
 }  // namespace ember

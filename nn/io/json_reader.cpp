@@ -84,6 +84,14 @@ bool JsonObjectReader::has_value(const std::string& key) const {
   return found != object_->end() && !found->is_null();
 }
 
+void JsonObjectReader::read_integer(const std::string& key, int64_t& into) const {
+  if (has_value(key)) into = integer_at(key);
+}
+
+void JsonObjectReader::read_number(const std::string& key, double& into) const {
+  if (has_value(key)) into = number_at(key);
+}
+
 const json& JsonObjectReader::at(const std::string& key) const {
   const auto found = object_->find(key);
   if (found == object_->end()) fail_at(key, "is missing");

@@ -83,6 +83,10 @@ class JsonObjectReader {
   std::string string_at(const std::string& key) const;
   const nlohmann::json& array_at(const std::string& key) const;
   std::vector<std::string> strings_at(const std::string& key) const;
+  // Reads `key` into `into` when it is present with a value other than null (integer_at,
+  // number_at); otherwise leaves `into` as it was: a config's default.
+  void read_integer(const std::string& key, int64_t& into) const;
+  void read_number(const std::string& key, double& into) const;
   // A reader of the object at `key`, whose errors name the key as "<key>.<inner key>".
   JsonObjectReader object_at(const std::string& key) const;
 

@@ -97,45 +97,10 @@ Tensor CausalLanguageModel::loss(const Tensor& ids, CrossEntropyOptions options)
   return nn::cross_entropy(forward(inputs), targets, options);
 }
 
-Tensor CausalLanguageModel::sample_next(const Tensor& logits, const SamplingOptions& sampling) const {
-  if (sampling.temperature == 0.0) return argmax(logits, -1);
-  Tensor scaled = div(logits, sampling.temperature);
-  if (sampling.top_k > 0 && sampling.top_k < options_.vocab_size) {
-    // Keep the top_k largest logits of each row; the rest can never win the draw below.
-    const Tensor kth_largest = topk(scaled, sampling.top_k, -1).values.narrow(-1, sampling.top_k - 1, 1);
-    scaled = masked_fill(scaled, lt(scaled, kth_largest), -std::numeric_limits<double>::infinity());
-  }
-  // The Gumbel-max trick: argmax(logits + g) with g = -log(-log(u)), u uniform, picks token i
-  // with probability softmax(logits)[i]. u is kept off 0, where g would be -inf.
-  const Tensor u = clamp(rand_like(scaled), std::numeric_limits<float>::min(), std::nullopt);
-  return argmax(sub(scaled, log(neg(log(u)))), -1);
-}
-
 Tensor CausalLanguageModel::generate(const Tensor& prompt, int64_t max_new_tokens, SamplingOptions sampling) {
-  check_ids(prompt, "prompt ids", true);
-  EMBER_CHECK(prompt.numel() > 0, "{}.generate: the prompt is empty ({})", describe(), shape_str(prompt.sizes()));
-  EMBER_CHECK(max_new_tokens >= 0, "{}.generate: max_new_tokens must be >= 0, got {}", describe(), max_new_tokens);
-  EMBER_CHECK(sampling.temperature >= 0.0 && std::isfinite(sampling.temperature),
-              "{}.generate: temperature must be finite and >= 0 (0 = greedy), got {}", describe(),
-              sampling.temperature);
-  EMBER_CHECK(sampling.top_k >= 0 && sampling.top_k <= options_.vocab_size,
-              "{}.generate: top_k must lie in [0, vocab_size {}] (0 = off), got {}", describe(), options_.vocab_size,
-              sampling.top_k);
-  {
-    const int64_t low = min(prompt).item<int64_t>(), high = max(prompt).item<int64_t>();
-    EMBER_CHECK(low >= 0 && high < options_.vocab_size,
-                "{}.generate: prompt ids must lie in [0, {}), got ids from {} to {}", describe(), options_.vocab_size,
-                low, high);
-  }
-
+  check_generation_request(prompt, max_new_tokens, sampling, options_.vocab_size, describe() + ".generate");
   NoGradGuard no_grad;
-  // Eval mode for the loop (no dropout), the caller's mode again afterwards, even on a throw.
-  struct ModeRestorer {
-    Module& module;
-    bool was_training;
-    ~ModeRestorer() { module.train(was_training); }
-  } restore_mode{*this, is_training()};
-  eval();
+  const EvalModeScope eval_mode(*this);  // no dropout while sampling; the caller's mode afterwards
 
   Tensor ids = prompt.dim() == 1 ? prompt.unsqueeze(0) : prompt;
   for (int64_t step = 0; step < max_new_tokens; ++step) {
@@ -143,7 +108,7 @@ Tensor CausalLanguageModel::generate(const Tensor& prompt, int64_t max_new_token
     const Tensor context = ids.size(1) > options_.max_len ? ids.slice(1, -options_.max_len, std::nullopt) : ids;
     // Only the last position predicts the next token: the head need not see the others.
     const Tensor last_logits = lm_head->forward(features(context).select(1, -1));  // [batch, vocab_size]
-    ids = cat({ids, sample_next(last_logits, sampling).unsqueeze(1)}, 1);
+    ids = cat({ids, sample_next_token(last_logits, sampling).unsqueeze(1)}, 1);
   }
   if (prompt.dim() == 1) ids = ids.squeeze(0);
   return max_new_tokens == 0 ? ids.clone() : ids;  // never the caller's own tensor

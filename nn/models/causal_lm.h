@@ -9,6 +9,7 @@
 #include "nn/modules/losses.h"
 #include "nn/modules/module.h"
 #include "nn/modules/positional.h"
+#include "nn/models/sampling.h"
 #include "nn/models/transformer_layers.h"
 #include "nn/modules/unary_module.h"
 
@@ -48,15 +49,6 @@ class LanguageModelHead : public UnaryModule {
   std::string describe() const;
 };
 
-// How generate() picks each next token.
-struct SamplingOptions {
-  // Logits are divided by it before sampling: below 1 sharpens the distribution, above 1
-  // flattens it; 0 means greedy decoding (the most likely token, no randomness).
-  double temperature = 1.0;
-  // When positive, only the top_k most likely tokens can be drawn; 0 keeps them all.
-  int64_t top_k = 0;
-};
-
 // Submodules: token_embedding, position_embedding, dropout, decoder (a TransformerEncoder run
 // with a causal mask; its "norm" is the final LayerNorm), lm_head.
 class CausalLanguageModel : public Module {
@@ -92,8 +84,6 @@ class CausalLanguageModel : public Module {
  private:
   std::string describe() const;
   void check_ids(const Tensor& ids, const char* what, bool allow_1d) const;
-  // One token per row from the last position's logits [batch, vocab_size] -> int64 [batch].
-  Tensor sample_next(const Tensor& logits, const SamplingOptions& sampling) const;
 
   CausalLanguageModelOptions options_;
 };

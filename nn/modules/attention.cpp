@@ -172,14 +172,17 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_cached(const Tensor& query,
     // New query i sits at position past + i: it sees keys j <= past + i. A single new query
     // sees every key, so it needs no mask.
     merged.is_causal = false;
-    if (new_length > 1) {
-      const TensorOptions positions = TensorOptions(kInt64).device(query.device());
-      const Tensor rows = arange(static_cast<double>(new_length), positions).unsqueeze(1);
-      const Tensor columns = arange(static_cast<double>(past + new_length), positions).unsqueeze(0);
-      merged.attn_mask = le(columns, add(rows, static_cast<double>(past)));
-    }
+    merged.attn_mask = causal_mask_after_cache(past, new_length, query.device());
   }
   return attend(split_heads(q_proj->forward(query), num_heads_), cache.keys, cache.values, merged, query);
+}
+
+Tensor causal_mask_after_cache(int64_t past, int64_t new_length, Device device) {
+  if (new_length == 1) return Tensor();
+  const TensorOptions positions = TensorOptions(kInt64).device(device);
+  const Tensor rows = arange(static_cast<double>(new_length), positions).unsqueeze(1);
+  const Tensor columns = arange(static_cast<double>(past + new_length), positions).unsqueeze(0);
+  return le(columns, add(rows, static_cast<double>(past)));
 }
 
 void KVCache::reorder(const Tensor& rows) {

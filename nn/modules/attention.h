@@ -29,6 +29,11 @@ Tensor split_heads(const Tensor& x, int64_t num_heads);
 Tensor attend_heads(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
                     Tensor* weights = nullptr);
 
+// The causal mask of `new_length` queries that follow `past` cached positions: bool [new_length,
+// past + new_length], true where query i (at position past + i) may attend to key j, j <= past + i.
+// Undefined when new_length is 1: a single new query sees every key, and needs no mask.
+Tensor causal_mask_after_cache(int64_t past, int64_t new_length, Device device);
+
 struct MultiHeadAttentionOptions {
   // bool [batch, S]: true marks a padding key that no query may attend to (PyTorch's
   // convention). Undefined for none.

@@ -17,33 +17,26 @@ BertConfig BertConfig::from_json_file(const std::string& path) {
   EMBER_CHECK(std::filesystem::exists(path, error), "BertConfig: cannot open {} (a checkpoint folder holds config.json "
               "beside model.safetensors)", path);
   const JsonObjectReader config = JsonObjectReader::read_file(path, "BertConfig");
-  // Hugging Face writes null for "the default".
-  const auto read_integer = [&](const char* key, int64_t& into) {
-    if (config.has_value(key)) into = config.integer_at(key);
-  };
-  const auto read_number = [&](const char* key, double& into) {
-    if (config.has_value(key)) into = config.number_at(key);
-  };
   BertConfig c;
-  read_integer("vocab_size", c.vocab_size);
-  read_integer("hidden_size", c.hidden_size);
-  read_integer("num_hidden_layers", c.num_hidden_layers);
-  read_integer("num_attention_heads", c.num_attention_heads);
-  read_integer("intermediate_size", c.intermediate_size);
+  config.read_integer("vocab_size", c.vocab_size);
+  config.read_integer("hidden_size", c.hidden_size);
+  config.read_integer("num_hidden_layers", c.num_hidden_layers);
+  config.read_integer("num_attention_heads", c.num_attention_heads);
+  config.read_integer("intermediate_size", c.intermediate_size);
   if (config.has_value("hidden_act")) c.hidden_act = config.string_at("hidden_act");
-  read_number("hidden_dropout_prob", c.hidden_dropout_prob);
-  read_number("attention_probs_dropout_prob", c.attention_probs_dropout_prob);
-  read_integer("max_position_embeddings", c.max_position_embeddings);
-  read_integer("type_vocab_size", c.type_vocab_size);
-  read_number("layer_norm_eps", c.layer_norm_eps);
+  config.read_number("hidden_dropout_prob", c.hidden_dropout_prob);
+  config.read_number("attention_probs_dropout_prob", c.attention_probs_dropout_prob);
+  config.read_integer("max_position_embeddings", c.max_position_embeddings);
+  config.read_integer("type_vocab_size", c.type_vocab_size);
+  config.read_number("layer_norm_eps", c.layer_norm_eps);
   // null is not "the default" here: Hugging Face then builds the word table without a padding
   // row, where ember's BERT always keeps one (zero, and never trained): refused, not read as 0.
   if (config.has("pad_token_id") && !config.has_value("pad_token_id")) {
     config.fail_at("pad_token_id", "is null; ember's BERT needs the id of its padding token (Hugging Face's "
                                    "default is 0)");
   }
-  read_integer("pad_token_id", c.pad_token_id);
-  read_number("initializer_range", c.initializer_range);
+  config.read_integer("pad_token_id", c.pad_token_id);
+  config.read_number("initializer_range", c.initializer_range);
   if (config.has_value("classifier_dropout")) c.classifier_dropout = config.number_at("classifier_dropout");
   if (config.has("id2label") && config.at("id2label").is_object()) {
     c.num_labels = static_cast<int64_t>(config.at("id2label").size());

@@ -2,9 +2,6 @@
 // the module's, and what is reported or refused.
 #include "nn/models/bert/hf_loading.h"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include <algorithm>
 
 #include "core/error.h"
@@ -54,34 +51,8 @@ BertLoadReport load_bert_weights(Module& model, const std::string& folder,
                                  const std::vector<std::string>& may_be_missing) {
   const std::string path = folder + "/model.safetensors";
   check_regular_file(path, "load_bert_weights");
-  const StateDict module_keys = model.state_dict();
-  const StateDict file = renamed_for(module_keys, load_safetensors(path));
-  BertLoadReport report;
-  StateDict present;
-  std::vector<std::string> refused;
-  for (const auto& entry : module_keys) {
-    const std::string& key = entry.first;  // not a structured binding: clang cannot capture one under OpenMP
-    const auto found = file.find(key);
-    if (found != file.end()) {
-      present[key] = found->second;
-      continue;
-    }
-    report.missing.push_back(key);
-    const bool allowed = std::any_of(may_be_missing.begin(), may_be_missing.end(),
-                                     [&](const std::string& prefix) { return key.starts_with(prefix); });
-    if (!allowed) refused.push_back(key);
-  }
-  for (const auto& [key, value] : file) {
-    if (!module_keys.contains(key)) report.unexpected.push_back(key);
-  }
-  EMBER_CHECK(refused.empty(), "load_bert_weights: {} lacks {} of {}'s parameters: {}", path, refused.size(),
-              model.type_name(), fmt::join(refused, ", "));
-  try {
-    model.load_state_dict(present, /*strict=*/false);
-  } catch (const Error& error) {
-    fail("load_bert_weights: {}: {}", path, error.what());
-  }
-  return report;
+  const StateDict file = renamed_for(model.state_dict(), load_safetensors(path));
+  return load_checkpoint_tensors(model, file, path, "load_bert_weights", may_be_missing);
 }
 
 }  // namespace ember::nn

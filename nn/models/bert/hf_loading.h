@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/models/hf_checkpoint.h"
 #include "nn/modules/module.h"
 
 namespace ember::nn {
@@ -12,10 +13,7 @@ namespace ember::nn {
 // What a checkpoint supplied and lacked, after Hugging Face's renamings: old LayerNorm names
 // ("gamma", "beta"), the "bert." prefix added or removed between a base model and a model with
 // a head, and the tied decoder weight.
-struct BertLoadReport {
-  std::vector<std::string> missing;     // the module's keys the file lacks (left as initialised)
-  std::vector<std::string> unexpected;  // the file's keys the module does not have (ignored)
-};
+using BertLoadReport = CheckpointLoadReport;
 
 // Loads folder/model.safetensors into `model` (a BertModel or a Bert* with a head). Keys the
 // module has and the file lacks are allowed only if they start with one of `may_be_missing` (a
