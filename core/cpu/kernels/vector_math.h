@@ -24,6 +24,15 @@ namespace ember::cpu::EMBER_CPU_KERNELS {
 // up on inlining these into the large elementwise-loop templates.
 #define EMBER_VECTOR_MATH_INLINE inline __attribute__((always_inline))
 
+// `condition ? if_true : if_false` by a mask over the bits. Written as a conditional, GCC keeps
+// a choice between two computed expressions as a branch when their code is long (an exp, a
+// rational function), and a branch in a loop body stops the vectoriser: the loop then runs one
+// element at a time. Both values are computed either way; this makes the choice a blend.
+EMBER_VECTOR_MATH_INLINE float select_f32(bool condition, float if_true, float if_false) {
+  const int32_t mask = -static_cast<int32_t>(condition);  // all ones, or 0
+  return std::bit_cast<float>((std::bit_cast<int32_t>(if_true) & mask) | (std::bit_cast<int32_t>(if_false) & ~mask));
+}
+
 namespace detail {
 
 // e^x for x in [-87, 88.72] (elsewhere garbage): x = n ln2 + r with |r| <= ln2/2; e^r by a
@@ -65,7 +74,7 @@ EMBER_VECTOR_MATH_INLINE float exp_nonpositive_f32(float x) {
 
 // e^x: as exp_nonpositive_f32, and inf above ln(FLT_MAX).
 EMBER_VECTOR_MATH_INLINE float exp_f32(float x) {
-  return x > 88.72283935546875f ? std::numeric_limits<float>::infinity() : exp_nonpositive_f32(x);
+  return select_f32(x > 88.72283935546875f, std::numeric_limits<float>::infinity(), exp_nonpositive_f32(x));
 }
 
 // erf(a) for a >= 0 by Abramowitz & Stegun 7.1.26: 1 - t (a1 + ... + a5 t^4) e^{-a^2} with
@@ -82,8 +91,7 @@ EMBER_VECTOR_MATH_INLINE float erf_rational_f32(float a) {
 }
 
 // erf: near 0 (|x| < 0.5) its Maclaurin series, which keeps the relative accuracy there;
-// elsewhere erf_rational_f32. Both are computed and one is selected, which the vectoriser
-// turns into a blend. (fabs and copysign compile to one bitwise instruction each.)
+// elsewhere erf_rational_f32. Both are computed and one is selected by a blend. (fabs and copysign compile to one bitwise instruction each.)
 EMBER_VECTOR_MATH_INLINE float erf_f32(float x) {
   const float a = std::fabs(x);
   const float a2 = a * a;
@@ -95,7 +103,7 @@ EMBER_VECTOR_MATH_INLINE float erf_f32(float x) {
   series = series * a2 - 1.0f / 3.0f;
   series = series * a2 + 1.0f;
   series = series * a * 1.12837916709551257f;
-  return std::copysign(a < 0.5f ? series : erf_rational_f32(a), x);
+  return std::copysign(select_f32(a < 0.5f, series, erf_rational_f32(a)), x);
 }
 
 // GELU, x Phi(x) = x/2 (1 + erf(x / sqrt 2)). erf is added to 1 here, so only its absolute
@@ -127,7 +135,7 @@ EMBER_VECTOR_MATH_INLINE float tanh_f32(float x) {
   series = series * a2 - 1.0f / 3.0f;
   series = series * a2 * a + a;
   const float saturating = 1.0f - 2.0f / (exp_f32(2.0f * a) + 1.0f);
-  return std::copysign(a < 0.4f ? series : saturating, x);
+  return std::copysign(select_f32(a < 0.4f, series, saturating), x);
 }
 
 EMBER_VECTOR_MATH_INLINE float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
