@@ -28,7 +28,7 @@ sanitized_suites=(test_safetensors test_checkpoint test_run_files test_tokenizer
                   test_unicode test_datasets test_metrics_log test_example_options test_example_config
                   test_device_option test_memory_overlap test_size_overflow test_scalar_range
                   test_unbounded_calls test_state_validation test_op_programs test_written_in_place test_bert
-                  test_pretraining_data test_json_reader test_cpu_isa test_dropout test_gpt2_tokenizer)
+                  test_pretraining_data test_json_reader test_cpu_isa test_dropout test_gpt2_tokenizer test_gpt2)
 cmake -S . -B build-sanitize -G Ninja ${EMBER_CMAKE_ARGS:-} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
   -DCMAKE_CXX_COMPILER=clang++-16 -DEMBER_SANITIZE=ON -DEMBER_FUZZ=ON -DEMBER_CUDA=OFF \
   -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_BUILD_EXAMPLES=OFF >/dev/null

@@ -1,5 +1,6 @@
 // GPT-2 checkpoints in Hugging Face's layout: config.json + model.safetensors, in both key forms
 // found in the wild, and saved as Hugging Face's GPT2LMHeadModel saves them.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <system_error>
@@ -24,11 +25,15 @@ bool is_mask_buffer(const std::string& key) {
 // from the base model (wte.weight, h.0.attn.c_attn.weight, ...); a GPT2LMHeadModel saves them
 // under "transformer." and may leave out the tied lm_head.weight.
 StateDict renamed_for(StateDict file, bool tied) {
+  // A file in the base model's form has no "transformer." key; then every key but the head's
+  // gets the prefix. A file in GPT2LMHeadModel's form keeps its keys, so that one the model does
+  // not have is reported under the name the file gives it.
+  const bool base_form = std::none_of(file.begin(), file.end(),
+                                      [](const auto& entry) { return entry.first.starts_with(kPrefix); });
   StateDict renamed;
   for (auto& [key, value] : file) {
     if (is_mask_buffer(key)) continue;
-    const bool head = key.starts_with("lm_head.");
-    renamed[head || key.starts_with(kPrefix) ? key : kPrefix + key] = value;
+    renamed[base_form && !key.starts_with("lm_head.") ? kPrefix + key : key] = value;
   }
   // The tied output layer is the token table: whatever the file holds under the head's name (a
   // copy of it) is replaced by the table itself, as Hugging Face ties them after loading.
