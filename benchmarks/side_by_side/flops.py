@@ -11,9 +11,16 @@ def attention_flops(batch, q_len, k_len, d_model):
     return 2 * 2 * batch * q_len * k_len * d_model  # Q K^T and weights @ V
 
 
-def step_matmul_flops(workload, batch, seq_len, d_model, vocab):
+def step_matmul_flops(workload, batch, seq_len, d_model, vocab, layers=0):
     d_ff = 4 * d_model
-    if workload == "classifier":
+    if workload == "gpt":
+        # Attention is counted whole, as for the other workloads, though half of it is masked.
+        seq_len, vocab, layers = seq_len or 128, vocab or 50257, layers or 4
+        tokens = batch * seq_len
+        block = (linear_flops(tokens, d_model, 4 * d_model) + linear_flops(tokens, d_model, d_ff)
+                 + linear_flops(tokens, d_ff, d_model) + attention_flops(batch, seq_len, seq_len, d_model))
+        forward = layers * block + linear_flops(tokens, d_model, vocab)
+    elif workload == "classifier":
         seq_len, tokens = seq_len or 128, batch * (seq_len or 128)
         layer = (linear_flops(tokens, d_model, 4 * d_model) + linear_flops(tokens, d_model, d_ff)
                  + linear_flops(tokens, d_ff, d_model) + attention_flops(batch, seq_len, seq_len, d_model))

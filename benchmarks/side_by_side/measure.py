@@ -7,7 +7,7 @@ from statistics import median
 
 from flops import step_matmul_flops
 from machine import cpu_times, steal_share
-from processes import ember_command, run_json, torch_command
+from processes import ember_command, run_json, torch_command, workload_sizes
 from torch_config import best_torch_config, config_name, torch_env
 
 
@@ -40,7 +40,9 @@ def compare(args, workload, batch):
         print(f"  {workload} batch {batch} round {len(runs['ember'])}/{args.rounds}: ember "
               f"{median(ember_run['step_ms']):.1f} ms, PyTorch {median(torch_run['step_ms']):.1f} ms, "
               f"steal {100 * round_steal:.0f}%: {outcome}", flush=True)
-    flops = step_matmul_flops(workload, batch, 0, 256, 0)
+    sizes = workload_sizes(args, workload)
+    flops = step_matmul_flops(workload, batch, sizes.get("seq_len", 0), sizes.get("d_model", 256), 0,
+                              sizes.get("layers", 0))
     summary = {"workload": workload, "batch": batch, "torch_config": config_name(config), "torch_config_key": config,
                "torch_search": {config_name(c): ms for c, ms in search.items()},
                "matmul_gflop_per_step": flops / 1e9}

@@ -1,8 +1,10 @@
-"""PyTorch's half of the side-by-side benchmark: the two reference workloads written as the
-PyTorch tutorials write them (nn.TransformerEncoderLayer and nn.Transformer, batch_first,
-norm_first), timed the way train_step times ember's, printing one JSON object on stdout.
+"""PyTorch's half of the side-by-side benchmark: the reference workloads written as the PyTorch
+tutorials write them (nn.TransformerEncoderLayer and nn.Transformer, batch_first, norm_first) and
+GPT-2 as nanoGPT writes it, timed the way train_step times ember's, printing one JSON object on
+stdout.
 
     python3 benchmarks/side_by_side/torch_workloads.py --workload classifier --threads 1
+    python3 benchmarks/side_by_side/torch_workloads.py --workload gpt --batch 16 --threads 2
 """
 import argparse
 import json
@@ -12,6 +14,7 @@ import time
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 
 class Classifier(nn.Module):
@@ -64,6 +67,62 @@ class EncoderDecoder(nn.Module):
         return self.output(hidden)
 
 
+class GPTBlock(nn.Module):
+    """Pre-LN: x + dropout(proj(causal attention(qkv(ln_1(x))))), then x + dropout(MLP(ln_2(x)))
+    with a tanh GELU."""
+
+    def __init__(self, d_model, heads, dropout):
+        super().__init__()
+        self.heads, self.dropout_p = heads, dropout
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.fc, self.fc_proj = nn.Linear(d_model, 4 * d_model), nn.Linear(4 * d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def attention(self, x):
+        batch, length, width = x.shape
+        q, k, v = (t.view(batch, length, self.heads, -1).transpose(1, 2)
+                   for t in self.qkv(x).split(width, dim=-1))
+        dropout_p = self.dropout_p if self.training else 0.0
+        if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2: its fused kernels
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)
+        else:  # PyTorch 1.x, as Debian ships it: the same op written out
+            scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+            future = torch.ones(length, length, dtype=torch.bool, device=x.device).triu(1)
+            weights = F.dropout(torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1), dropout_p)
+            out = weights @ v
+        return self.proj(out.transpose(1, 2).reshape(batch, length, width))
+
+    def forward(self, x):
+        x = x + self.dropout(self.attention(self.ln_1(x)))
+        return x + self.dropout(self.fc_proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh")))
+
+
+class GPT(nn.Module):
+    """GPT-2: token + learned position embeddings and dropout, pre-LN blocks, a final LayerNorm,
+    and the output layer tied to the token embedding."""
+
+    def __init__(self, vocab, seq_len, d_model, heads, layers, dropout=0.1):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, d_model)
+        self.positions = nn.Embedding(seq_len, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, heads, dropout) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        # GPT-2's initialisation, as nn::GPT2Model's: the tables N(0, 0.02), not nn.Embedding's
+        # N(0, 1), which through the tied output layer would make the first logits huge.
+        nn.init.normal_(self.tokens.weight, std=0.02)
+        nn.init.normal_(self.positions.weight, std=0.02)
+
+    def forward(self, ids):
+        positions = torch.arange(ids.shape[1], device=ids.device)
+        x = self.dropout(self.tokens(ids) + self.positions(positions))
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x) @ self.tokens.weight.T
+
+
 # How PyTorch runs the model: eager (op by op), compiled (torch.compile fuses the memory-bound
 # chains into generated kernels), or compiled with CUDA graphs (mode "reduce-overhead": the
 # compiled forward and backward are also captured and replayed). ember's GPU bars are set
@@ -107,12 +166,12 @@ def grad_scaler(device, enabled):
     return torch.cuda.amp.GradScaler(enabled=enabled)
 
 
-def make_step(workload, batch, seq_len, d_model, heads, vocab, device, mode="eager", precision="fp32"):
+def make_step(workload, batch, seq_len, d_model, heads, vocab, device, mode="eager", precision="fp32", layers=0):
     """The model, its AdamW, one fixed batch, and a function running one training step."""
     if workload == "classifier":
         seq_len = seq_len or 128
         vocab = vocab or 8192
-        model = Classifier(vocab, seq_len, d_model, heads, layers=4).to(device)
+        model = Classifier(vocab, seq_len, d_model, heads, layers=layers or 4).to(device)
         net = compiled(model, mode)
         ids = torch.randint(4, vocab, (batch, seq_len), device=device)
         labels = torch.randint(0, 4, (batch,), device=device)
@@ -124,7 +183,7 @@ def make_step(workload, batch, seq_len, d_model, heads, vocab, device, mode="eag
     elif workload == "encoder-decoder":
         seq_len = seq_len or 64
         vocab = vocab or 8000
-        model = EncoderDecoder(vocab, seq_len, d_model, heads).to(device)
+        model = EncoderDecoder(vocab, seq_len, d_model, heads, layers=layers or 3).to(device)
         net = compiled(model, mode)
         source = torch.randint(4, vocab, (batch, seq_len), device=device)
         target_in = torch.randint(4, vocab, (batch, seq_len), device=device)
@@ -136,8 +195,20 @@ def make_step(workload, batch, seq_len, d_model, heads, vocab, device, mode="eag
         def forward():
             logits = net(source, target_in, causal_mask)
             return loss_fn(logits.reshape(-1, logits.shape[-1]), target_out)
+    elif workload == "gpt":
+        seq_len = seq_len or 128
+        vocab = vocab or 50257
+        model = GPT(vocab, seq_len, d_model, heads, layers=layers or 4).to(device)
+        net = compiled(model, mode)
+        window = torch.randint(4, vocab, (batch, seq_len + 1), device=device)
+        inputs, targets = window[:, :-1].contiguous(), window[:, 1:].contiguous()
+        tokens = inputs.numel()
+
+        def forward():
+            logits = net(inputs)
+            return F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
     else:
-        raise SystemExit(f"error: unknown workload '{workload}' (classifier, encoder-decoder)")
+        raise SystemExit(f"error: unknown workload '{workload}' (classifier, encoder-decoder, gpt)")
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     autocast = autocast_for(device, precision)
     scaler = grad_scaler(device, enabled=precision == "fp16")
@@ -181,6 +252,7 @@ def main():
     parser.add_argument("--d-model", type=int, default=256)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=0)
+    parser.add_argument("--layers", type=int, default=0, help="blocks (0: the workload's own)")
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--allow-tf32", action="store_true", help="let CUDA float32 matmuls use TF32 tensor cores")
@@ -198,7 +270,7 @@ def main():
         torch.backends.cudnn.allow_tf32 = args.allow_tf32
         torch.cuda.reset_peak_memory_stats()
     model, step, tokens = make_step(args.workload, args.batch, args.seq_len, args.d_model, args.heads,
-                                    args.vocab, device, args.mode, args.precision)
+                                    args.vocab, device, args.mode, args.precision, args.layers)
     for _ in range(args.warmup):
         step()
     before = resource.getrusage(resource.RUSAGE_SELF)
