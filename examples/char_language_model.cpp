@@ -28,6 +28,7 @@
 #include "common/config_values.h"
 #include "common/options.h"
 #include "common/run_main.h"
+#include "common/token_windows.h"
 #include "ember.h"
 #include "nn/data/datasets.h"
 #include "nn/text/text.h"
@@ -74,67 +75,14 @@ nn::CausalLanguageModelOptions model_options(const Recipe& recipe, int64_t vocab
           .final_norm = true};
 }
 
-// ---- Batches: random windows of the training text --------------------------------------------
+// ---- Batches and evaluation windows ---------------------------------------------------------
 //
 // A batch is `batch` windows of context + 1 characters, each starting at a random offset: the
 // model reads the first `context` of them and predicts the last `context`. The offsets of step
-// s are drawn from Philox at counters that depend on (seed, s) only, not from the global
-// generator, so the batch of step s is the same whether the run went straight there or was
-// resumed at it, and whatever the evaluation and sampling in between drew.
-Tensor training_batch(const std::vector<int64_t>& train_ids, int64_t step, const Recipe& recipe, uint64_t seed,
-                      Device device) {
-  const int64_t window = recipe.context + 1;
-  const uint64_t starts = train_ids.size() - window + 1;  // the possible offsets
-  // Counters far above those the global generator uses, so the two streams never meet.
-  const uint64_t first_counter = (uint64_t{1} << 62) + static_cast<uint64_t>(step * recipe.batch);
-  std::vector<int64_t> ids;
-  ids.reserve(recipe.batch * window);
-  for (int64_t row = 0; row < recipe.batch; ++row) {
-    const auto words = philox4x32(seed, first_counter + row);
-    const uint64_t random = (uint64_t{words[0]} << 32) | words[1];
-    const auto offset = static_cast<int64_t>(random % starts);
-    ids.insert(ids.end(), train_ids.begin() + offset, train_ids.begin() + offset + window);
-  }
-  return tensor(ids, {recipe.batch, window}).to(device);
-}
-
-// ---- Evaluation: the whole validation text in strided windows -------------------------------
-//
-// The validation loss is the mean of -ln p(c_j | the characters before it) over every character
-// c_j of the validation text but the first: nats per character. The model reads at most
-// `context` characters, so the text is cut into windows of `context` characters that overlap
-// by half. The first window scores all its positions; each later one scores only the
-// characters the windows before it did not, which have at least context / 2 characters of
-// text before them. So every character is scored once, with context / 2 to context characters
-// of history (the first context / 2 characters of the text excepted), and the figure does not
-// depend on a random draw. Scores of positions already counted are masked out by setting their
-// targets to cross_entropy's ignore_index.
-struct ValidationWindows {
-  Tensor inputs;   // int64 [windows, context]
-  Tensor targets;  // int64 [windows, context], kIgnoreIndex where not scored
-  int64_t scored = 0;
-};
-
-ValidationWindows validation_windows(const std::vector<int64_t>& ids, int64_t context) {
-  const auto n = static_cast<int64_t>(ids.size());
-  EMBER_CHECK(n > context, "the validation text has {} characters, fewer than the context of {} + 1", n, context);
-  std::vector<int64_t> inputs, targets;
-  int64_t windows = 0, scored = 0;
-  for (int64_t next = 1; next < n;) {  // next: the first character not scored yet
-    // Start context / 2 characters before it, or earlier at the end of the text, so every
-    // window is whole.
-    const int64_t start = std::min(std::max<int64_t>(0, next - context / 2), n - 1 - context);
-    for (int64_t position = 0; position < context; ++position) {
-      const int64_t target = start + position + 1;
-      inputs.push_back(ids[start + position]);
-      targets.push_back(target >= next ? ids[target] : kIgnoreIndex);
-      if (target >= next) ++scored;
-    }
-    next = start + context + 1;
-    ++windows;
-  }
-  return {tensor(inputs, {windows, context}), tensor(targets, {windows, context}), scored};
-}
+// s depend on (seed, s) only, so a resumed run sees the same batches (common/token_windows.h).
+// The validation loss is in nats per character: the whole validation text in windows that
+// overlap by half, each character scored once (common/token_windows.h).
+using examples::ValidationWindows;
 
 // The mean loss in nats per character, in eval mode (no dropout) and without recording.
 double validation_loss(nn::CausalLanguageModel& model, const ValidationWindows& windows, int64_t batch,
@@ -334,7 +282,7 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   const train::Precision precision = common.precision_choice();
   nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
 
-  const ValidationWindows validation = validation_windows(validation_ids, recipe.context);
+  const ValidationWindows validation = examples::validation_windows(validation_ids, recipe.context);
   // Evaluation batches of about 8k characters: larger ones only cost memory (the attention
   // scores grow with the square of the context).
   const int64_t eval_batch = std::max<int64_t>(1, 8192 / recipe.context);
@@ -435,7 +383,7 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
       },
       {.enabled = examples::cuda_graphs_apply(common, device)});
   auto train_step = [&](int64_t at_step) {
-    const Tensor loss = forward_backward_update({training_batch(train_ids, at_step, recipe, common.seed, device)});
+    const Tensor loss = forward_backward_update({examples::random_windows(train_ids, at_step, recipe.batch, recipe.context + 1, common.seed, device)});
     budget.step_done();  // the schedule's next step, or further if the time runs short
     return loss.item<double>();
   };

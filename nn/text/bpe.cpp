@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "nn/text/json_file.h"
+#include "nn/text/merge_by_rank.h"
 #include "nn/text/unicode.h"
 
 namespace ember::text {
@@ -315,49 +316,17 @@ void BpeTokenizer::save(const std::string& path) const {
 }
 
 void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int64_t>& ids) const {
-  // The piece's symbols as a linked list over byte positions; a merge keeps the left node.
-  const int32_t length = static_cast<int32_t>(piece.size());
-  std::vector<int32_t> symbol(length), next(length), previous(length);
-  for (int32_t i = 0; i < length; ++i) {
-    symbol[i] = static_cast<int32_t>(kFirstByteId + static_cast<unsigned char>(piece[i]));
-    next[i] = i + 1;  // `length` marks the end
-    previous[i] = i - 1;
+  std::vector<int32_t> symbols(piece.size());
+  for (size_t i = 0; i < piece.size(); ++i) {
+    symbols[i] = static_cast<int32_t>(kFirstByteId + static_cast<unsigned char>(piece[i]));
   }
-  struct Candidate {
-    int32_t rank;
-    int32_t position;
-    int32_t left;
-    int32_t right;
-    // For a min-heap by rank, leftmost first among equal ranks, as merging all occurrences of
-    // the best pair left to right would do.
-    bool operator>(const Candidate& other) const {
-      return rank != other.rank ? rank > other.rank : position > other.position;
-    }
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
-  const auto consider = [&](int32_t position) {
-    if (position < 0 || next[position] >= length) return;
-    const auto found = merge_of_pair_.find(pair_key(symbol[position], symbol[next[position]]));
-    if (found != merge_of_pair_.end()) {
-      queue.push({found->second.rank, position, symbol[position], symbol[next[position]]});
-    }
-  };
-  for (int32_t i = 0; i + 1 < length; ++i) consider(i);
-  while (!queue.empty()) {
-    const Candidate candidate = queue.top();
-    queue.pop();
-    const int32_t position = candidate.position;
-    const int32_t right = next[position];
-    // A candidate is stale when a merge since changed either of its symbols.
-    if (symbol[position] != candidate.left || right >= length || symbol[right] != candidate.right) continue;
-    symbol[position] = merge_of_pair_.at(pair_key(candidate.left, candidate.right)).result;
-    symbol[right] = -1;
-    next[position] = next[right];
-    if (next[right] < length) previous[next[right]] = position;
-    consider(previous[position]);
-    consider(position);
-  }
-  for (int32_t i = 0; i < length; i = next[i]) ids.push_back(symbol[i]);
+  merge_by_rank(
+      symbols,
+      [&](int32_t left, int32_t right) -> const Merge* {
+        const auto found = merge_of_pair_.find(pair_key(left, right));
+        return found == merge_of_pair_.end() ? nullptr : &found->second;
+      },
+      [&](int32_t id) { ids.push_back(id); });
 }
 
 std::vector<int64_t> BpeTokenizer::encode(const std::string& text) const {

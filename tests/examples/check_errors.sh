@@ -55,4 +55,15 @@ expect_error "--validation-fold: must be between 1 and 5, got 6" "$examples/fine
 expect_error "--encoder-lr-factor" "$examples/fine_tune_bert" --encoder-lr-factor 2
 expect_error "--lr" "$examples/fine_tune_bert" --lr 0
 
+# gpt2: presets, sizes, sampling and checkpoint folders.
+expect_error "--preset: 350M not in {cpu,124M}" "$examples/gpt2" --preset 350M
+expect_error "--context" "$examples/gpt2" --context 4096
+expect_error "--top-p" "$examples/gpt2" --top-p 1.5
+expect_error "--init-from: Directory does not exist" "$examples/gpt2" --init-from "$scratch/absent"
+expect_error "--generate: no model in $scratch/out/model/" "$examples/gpt2" --generate --out "$scratch/out" --data "$scratch"
+expect_error "--text: cannot open $scratch/absent.txt" "$examples/gpt2" --text "$scratch/absent.txt" --data "$scratch" --out "$scratch/out"
+echo "A line of text." >"$scratch/one.txt"
+expect_error "GPT-2's tokenizer files are missing from $scratch/gpt2-vocab/: run bash scripts/fetch_data.sh gpt2-vocab" \
+  "$examples/gpt2" --text "$scratch/one.txt" --data "$scratch" --out "$scratch/out"
+
 exit $((failures > 0))
