@@ -253,19 +253,22 @@ check_sanitizers() {
   ! grep -q $'\tfailed' "$status_file"
 }
 
-# One harness run: one workload, batches 32 and 128, PyTorch eager beside ember, one round.
+# One harness run: one workload, PyTorch eager beside ember, one round; batches 32 and 128, or
+# for gpt (GPT-2 small, context 1024) batch 16.
 harness_run() {
   local name=$1 workload=$2
   shift 2
+  local -a batches=(32 128)
+  [ "$workload" = gpt ] && batches=(16)
   PYTHONUNBUFFERED=1 "$HARNESS_PYTHON" benchmarks/side_by_side/side_by_side.py --device cuda --build "$BUILD" \
-    --python python3 --quick --tf32 off --torch-modes --batches 32 128 --workloads "$workload" \
+    --python python3 --quick --tf32 off --torch-modes --batches "${batches[@]}" --workloads "$workload" \
     --save "$LOGS/harness-$name-$workload.json" "$@"
 }
 
 # The harness runs, "setting:workload", in the order the stage takes them; CHECK_HARNESS_RUNS
 # picks some (one run takes about 40 s on an H200, so the stage's share does not fit them all).
 HARNESS_RUNS_ALL="fp32-graphs:classifier fp32-graphs:encoder-decoder bf16-graphs:classifier bf16-graphs:encoder-decoder
-                  fp32-op-by-op:classifier fp32-op-by-op:encoder-decoder"
+                  bf16-graphs:gpt fp32-op-by-op:classifier fp32-op-by-op:encoder-decoder"
 check_harness() {
   unpack
   local failed=0 run setting workload

@@ -1,6 +1,6 @@
 // The models on both devices: an encoder layer and a decoder layer (outputs and every
 // parameter's gradient), then a tiny TransformerClassifier and a tiny encoder-decoder
-// Transformer trained for a few steps from the same initial weights, with dropout on: under
+// Transformer and a tiny GPT-2 trained for a few steps from the same initial weights, with dropout on: under
 // the same seed both devices draw the same dropout masks, so losses, gradients and weights
 // must agree step by step (in float64 over the whole run, in float32 from the same weights at
 // each step: kTrainingDTypes says why). Decoding (greedy and beam search) must then pick the
@@ -286,6 +286,52 @@ TEST_CASE("a tiny encoder-decoder Transformer trains and decodes the same on bot
     CHECK(gpu->greedy_decode(source.to(kGPU), greedy) == cpu->greedy_decode(source, greedy));
     const nn::DecodeOptions beam{.max_length = 6, .beam_size = 3};
     CHECK(gpu->beam_search(source.to(kGPU), beam) == cpu->beam_search(source, beam));
+  }
+}
+
+TEST_CASE("a tiny GPT-2 trains and generates the same on both devices (SGD), its chunked loss included") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  nn::GPT2Config config;
+  config.vocab_size = 50;
+  config.n_positions = 16;
+  config.n_embd = 32;
+  config.n_layer = 2;
+  config.n_head = 4;
+  // SGD rather than AdamW: the keys' third of c_attn.bias gets only rounding noise for a gradient
+  // (softmax does not see it), which Adam would turn into full-size steps apart on the devices.
+  for (const DType dtype : kTrainingDTypes) {
+    INFO("dtype " << dtype_name(dtype));
+    auto [cpu, gpu] = twins(seed, [&] { return std::make_shared<nn::GPT2LMHeadModel>(config); }, dtype);
+    // Several chunks of the output layer and a ragged last one: 3 x 12 positions in 7s.
+    cpu->loss_chunk_rows = gpu->loss_chunk_rows = 7;
+    nn::SGD cpu_optimizer(cpu->parameters(), {.lr = 0.1});
+    nn::SGD gpu_optimizer(gpu->parameters(), {.lr = 0.1});
+    const Tensor window = randint(0, 50, {3, 13});
+    const Tensor ids = window.slice(1, std::nullopt, -1).contiguous();
+    const Tensor targets = window.slice(1, 1, std::nullopt).contiguous();
+    for (int step = 0; step < 3; ++step) {
+      INFO("step " << step);
+      align_before_step(*gpu, *cpu, dtype);
+      manual_seed(seed + 10 + step);
+      const Tensor cpu_loss = cpu->loss(ids, targets);
+      manual_seed(seed + 10 + step);
+      const Tensor gpu_loss = gpu->loss(ids.to(kGPU), targets.to(kGPU));
+      check_loss(gpu_loss, cpu_loss, "GPT-2 loss");
+      cpu_optimizer.zero_grad();
+      gpu_optimizer.zero_grad();
+      cpu_loss.backward();
+      gpu_loss.backward();
+      check_gradients(*gpu, *cpu, "GPT-2");
+      cpu_optimizer.step();
+      gpu_optimizer.step();
+      check_weights(*gpu, *cpu, "GPT-2 weights");
+    }
+    // Greedy generation through the KV cache picks the same tokens on both devices.
+    const Tensor prompt = randint(0, 50, {2, 4});
+    const Tensor cpu_tokens = cpu->generate(prompt, 8, {.temperature = 0.0});
+    const Tensor gpu_tokens = gpu->generate(prompt.to(kGPU), 8, {.temperature = 0.0});
+    CHECK(gpu_tokens.cpu().to_vector<int64_t>() == cpu_tokens.to_vector<int64_t>());
   }
 }
 
