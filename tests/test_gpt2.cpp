@@ -294,5 +294,8 @@ TEST_CASE("GPT-2's bad inputs are errors naming the model and the shapes") {
   CHECK_THROWS_WITH_ALL(model.generate(tensor<int64_t>({1}, {1}), 3, {.top_p = 0.0}), "top_p");
   CHECK_THROWS_WITH_ALL(model.generate(tensor<int64_t>({1}, {1}), 3, {.temperature = -1.0}), "temperature");
   CHECK_THROWS_WITH_ALL(model.save_pretrained("/tmp/never", kInt64), "save_pretrained", "int64");
-  CHECK_THROWS_WITH_ALL(nn::GPT2Model(nn::GPT2Config{.n_embd = 10, .n_head = 3}), "n_embd 10", "n_head 3");
+  nn::GPT2Config uneven_heads;
+  uneven_heads.n_embd = 10;
+  uneven_heads.n_head = 3;
+  CHECK_THROWS_WITH_ALL(nn::GPT2Model(uneven_heads), "n_embd 10", "n_head 3");
 }
