@@ -28,6 +28,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "common/config_values.h"
@@ -131,8 +132,9 @@ Corpus load_corpus(const std::vector<std::string>& files, const std::string& dat
   for (size_t i = 0; i < files.size(); ++i) {
     (i % every == every - 1 ? corpus.held_out : corpus.train).push_back(read_text_file(files[i]));
   }
-  corpus.description = fmt::format("{} files; held out: every {}th ({} files)", files.size(), every,
-                                   corpus.held_out.size());
+  corpus.description =
+      every < 10 ? fmt::format("{} files; held out: the last one", files.size())
+                 : fmt::format("{} files; held out: every 10th ({} of them)", files.size(), corpus.held_out.size());
   return corpus;
 }
 
@@ -163,23 +165,50 @@ double peak_memory_mb() {
 
 // ---- Evaluation and samples --------------------------------------------------------------------
 //
-// The held-out loss in nats per token, over at most `max_tokens` held-out tokens (a fixed
-// prefix, so successive evaluations compare), in eval mode and without recording. Perplexity is
-// its exponential: the number of tokens the model is, on average, as unsure between as a fair
-// die with that many faces.
+// The held-out loss in nats per token, in eval mode and without recording. Perplexity is its
+// exponential: the number of tokens the model is, on average, as unsure between as a fair die
+// with that many faces. Scoring all the held-out text (189k tokens by default) would take
+// minutes on two cores, so at most `max_tokens` are scored (--eval-tokens), and spread over the
+// whole of it: stretches of 8 contexts at even intervals, the same ones at every evaluation so
+// that the figures compare. A prefix instead would score the addresses of 1790 to 1840 only.
+// Within a stretch the tokens are scored as validation_windows scores a text, but its first
+// context / 2 tokens are history only: every scored token has at least context / 2 tokens
+// before it, as in the whole text.
+examples::ValidationWindows held_out_windows(const std::vector<int64_t>& ids, int64_t max_tokens, int64_t context) {
+  const auto n = static_cast<int64_t>(ids.size());
+  const int64_t stretch = std::max(context + 1, std::min(8 * context, max_tokens));
+  if (max_tokens == 0 || n <= max_tokens || n <= stretch) return examples::validation_windows(ids, context);
+  const int64_t count = std::max<int64_t>(1, max_tokens / stretch);
+  std::vector<Tensor> inputs, targets;
+  int64_t scored = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t start = count == 1 ? 0 : (n - stretch) * i / (count - 1);
+    examples::ValidationWindows piece =
+        examples::validation_windows({ids.begin() + start, ids.begin() + start + stretch}, context);
+    // The first window scores all its positions; keep the first half as history.
+    piece.targets.narrow(0, 0, 1).narrow(1, 0, context / 2).fill_(kIgnoreIndex);
+    inputs.push_back(piece.inputs);
+    targets.push_back(piece.targets);
+    scored += piece.scored - context / 2;
+  }
+  return {cat(inputs, 0), cat(targets, 0), scored};
+}
+
+// Under mpirun each process scores every ranks-th batch of windows, and the sums are added up.
 double held_out_loss(nn::GPT2LMHeadModel& model, const examples::ValidationWindows& windows, int64_t batch,
                      Device device) {
   NoGradGuard no_grad;
   const nn::EvalModeScope eval_mode(model);
+  const int64_t rank = distributed::rank(), ranks = distributed::world_size();
   double total = 0;
   const int64_t count = windows.inputs.size(0);
-  for (int64_t first = 0; first < count; first += batch) {
+  for (int64_t first = rank * batch; first < count; first += ranks * batch) {
     const int64_t rows = std::min(batch, count - first);
     const Tensor loss = model.loss(windows.inputs.narrow(0, first, rows).to(device),
                                    windows.targets.narrow(0, first, rows).to(device), {.reduction = Reduction::Sum});
     total += loss.item<double>();
   }
-  return total / static_cast<double>(windows.scored);
+  return train::sum_over_ranks({total})[0] / static_cast<double>(windows.scored);
 }
 
 struct SampleRequest {
@@ -193,6 +222,23 @@ std::vector<int64_t> encode_prompt(const text::Gpt2Tokenizer& tokenizer, const s
   return tokenizer.encode(prompt);
 }
 
+// What the model wrote, as text to print. GPT-2's tokens are bytes, and a sample may stop (or,
+// early in training, wander) in the middle of a character: malformed bytes are shown as U+FFFD.
+// The end of a document, which decode() leaves out, is shown as <|endoftext|>.
+std::string printable(const text::Gpt2Tokenizer& tokenizer, const Tensor& ids) {
+  std::string text;
+  std::vector<int64_t> document;
+  for (const int64_t id : ids.to(Device::cpu()).to_vector<int64_t>()) {
+    if (id != tokenizer.end_of_text_id()) {
+      document.push_back(id);
+      continue;
+    }
+    text += tokenizer.decode(document) + text::Gpt2Tokenizer::kEndOfText;
+    document.clear();
+  }
+  return text::to_valid_utf8(text + tokenizer.decode(document));
+}
+
 // Continues the prompt. The draws use their own seed and leave the global generator where it
 // was, so sampling during training changes nothing in the training run.
 std::string sample_text(nn::GPT2LMHeadModel& model, const text::Gpt2Tokenizer& tokenizer,
@@ -203,7 +249,7 @@ std::string sample_text(nn::GPT2LMHeadModel& model, const text::Gpt2Tokenizer& t
   const Tensor ids = model.generate(tensor(prompt, {static_cast<int64_t>(prompt.size())}).to(device),
                                     request.max_new_tokens, request.sampling);
   Generator::global().set_state(saved);
-  return tokenizer.decode(ids.to(Device::cpu()).to_vector<int64_t>());
+  return printable(tokenizer, ids);
 }
 
 std::string indented(const std::string& text) {
@@ -216,24 +262,49 @@ std::string indented(const std::string& text) {
 //
 // Loads a checkpoint folder in Hugging Face's layout (config.json + model.safetensors): the one
 // a training run saved (--out/model), or any GPT-2 (--init-from), and continues the prompt,
-// timing the new tokens.
-void generate(const examples::CommonOptions& common, const std::string& folder, const SampleRequest& request) {
+// timing the whole generate() call: the prompt read once, then one position per new token.
+void check_checkpoint_folder(const std::string& folder, const std::string& option) {
+  for (const char* file : {"config.json", "model.safetensors"}) {
+    EMBER_CHECK(std::filesystem::exists(std::filesystem::path(folder) / file),
+                "{}: {}/ has no {}; give a GPT-2 checkpoint folder in Hugging Face's layout "
+                "(config.json + model.safetensors), such as one a run of this example saved in --out/model",
+                option, folder, file);
+  }
+}
+
+// A checkpoint must know every id GPT-2's tokenizer writes (it may know more: some pad the
+// vocabulary to a round size).
+void check_vocabulary(const nn::GPT2Config& config, const text::Gpt2Tokenizer& tokenizer, const std::string& folder) {
+  EMBER_CHECK(config.vocab_size >= tokenizer.vocab_size(),
+              "{}: the model has a vocabulary of {} tokens, fewer than the {} of GPT-2's tokenizer", folder,
+              config.vocab_size, tokenizer.vocab_size());
+}
+
+void generate(const examples::CommonOptions& common, const std::string& init_from, const SampleRequest& request) {
   const Device device = examples::setup_run(common);
-  EMBER_CHECK(std::filesystem::exists(folder + "/config.json"),
-              "--generate: no model in {}/ (config.json is missing); train one first with ./build/examples/gpt2 "
-              "--out {}, or give a GPT-2 checkpoint folder with --init-from", folder,
-              std::filesystem::path(folder).parent_path().string());
+  const std::string folder = init_from.empty() ? common.out_path("model") : init_from;
+  if (init_from.empty()) {
+    EMBER_CHECK(std::filesystem::exists(folder + "/config.json"),
+                "--generate: no model in {}/ (config.json is missing); train one first with ./build/examples/gpt2 "
+                "--out {}, or give a GPT-2 checkpoint folder with --init-from", folder, common.out_dir);
+  }
+  check_checkpoint_folder(folder, init_from.empty() ? "--generate" : "--init-from");
   const text::Gpt2Tokenizer tokenizer = load_tokenizer(common.data_dir);
+  const std::vector<int64_t> prompt = encode_prompt(tokenizer, request.prompt);
   auto model = nn::GPT2LMHeadModel::from_pretrained(folder);
   model->to(device);
-  const std::vector<int64_t> prompt = encode_prompt(tokenizer, request.prompt);
+  const nn::GPT2Config& config = model->config();
+  check_vocabulary(config, tokenizer, folder);
+  fmt::print("model: {}/, GPT-2 with {} layers, {} heads, width {}, context {}: {:.1f}M parameters\n", folder,
+             config.n_layer, config.n_head, config.n_embd, config.n_positions,
+             static_cast<double>(model->num_parameters()) / 1e6);
   const auto start = std::chrono::steady_clock::now();
   const Tensor ids = model->generate(tensor(prompt, {static_cast<int64_t>(prompt.size())}).to(device),
                                      request.max_new_tokens, request.sampling);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("{}\n\n", tokenizer.decode(ids.to(Device::cpu()).to_vector<int64_t>()));
-  fmt::print("{}: {} parameters; prompt {} tokens, {} new tokens in {:.0f} ms ({:.1f} ms per token, KV cache); "
-             "peak memory {:.0f} MB\n", folder, model->num_parameters(), prompt.size(), request.max_new_tokens, ms,
+  fmt::print("\n{}\n\n", printable(tokenizer, ids));
+  fmt::print("prompt {} tokens, {} new tokens in {:.0f} ms ({:.1f} ms per token, KV cache); peak memory {:.0f} MB\n",
+             prompt.size(), request.max_new_tokens, ms,
              ms / static_cast<double>(std::max<int64_t>(1, request.max_new_tokens)), peak_memory_mb());
 }
 
@@ -244,18 +315,42 @@ struct TrainingRequest {
   std::vector<std::string> text_files;
   std::string init_from;  // a checkpoint to start from instead of random weights
   double minutes = 20;
-  int64_t steps = 0;          // 0: as many as fit in --minutes
-  int64_t eval_every = 100;   // evaluate, print a sample and save a checkpoint every this many steps
-  int64_t eval_tokens = 32768;  // held-out tokens scored at each evaluation (0: all)
+  int64_t steps = 0;            // 0: as many as fit in --minutes
+  int64_t eval_every = 100;     // evaluate, print a sample and save a checkpoint every this many steps
+  int64_t eval_tokens = 16384;  // held-out tokens scored at each evaluation (0: all)
   SampleRequest sample;
 };
 
+// run.json, the run's record: the recipe, the seed, where the weights started and the text (a
+// resumed run must continue with the same ones, or it would be neither run), the planned step
+// count (which --resume takes up), and at the end what the run reached.
+nlohmann::json run_record(const Recipe& recipe, const TrainingRequest& request, uint64_t seed) {
+  return {{"n_layer", recipe.n_layer}, {"n_head", recipe.n_head},     {"n_embd", recipe.n_embd},
+          {"context", recipe.context}, {"dropout", recipe.dropout},   {"batch", recipe.batch},
+          {"lr", recipe.lr},           {"warmup", recipe.warmup},     {"weight_decay", recipe.weight_decay},
+          {"clip", recipe.clip},       {"seed", seed},                {"init_from", request.init_from},
+          {"text", request.text_files}, {"eval_tokens", request.eval_tokens}};
+}
+
+std::optional<nlohmann::json> read_json(const std::string& path) {
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  std::ifstream file(path);
+  try {
+    return nlohmann::json::parse(file);
+  } catch (const nlohmann::json::exception& error) {
+    fail("{}: not valid JSON ({})", path, error.what());
+  }
+}
+
 using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void train_model(const examples::CommonOptions& common, const TrainingRequest& request) {
   Recipe recipe = request.recipe;
   const Device device = examples::setup_run(common);
   const int64_t rank = distributed::rank(), ranks = distributed::world_size();
+  if (!request.init_from.empty()) check_checkpoint_folder(request.init_from, "--init-from");
 
   // Stage 1: the documents and their tokens. GPT-2's byte-level BPE writes any text; the
   // tokenizer keeps a cache of the words it has encoded, so the whole text takes seconds.
@@ -265,20 +360,21 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   const std::vector<int64_t> train_ids = token_stream(tokenizer, corpus.train);
   const std::vector<int64_t> held_out_ids = token_stream(tokenizer, corpus.held_out);
   fmt::print("text: {}\ntokens: {} for training, {} held out ({:.1f} s to tokenize)\n", corpus.description,
-             train_ids.size(), held_out_ids.size(),
-             std::chrono::duration<double>(Clock::now() - tokenize_start).count());
+             train_ids.size(), held_out_ids.size(), seconds_since(tokenize_start));
 
   // Stage 2: the model. Random weights in GPT-2's initialisation, or a checkpoint's (whose
-  // config then decides the sizes; the context may be shortened, not lengthened).
+  // config then decides the sizes and dropout; the context may be shortened, not lengthened).
   std::shared_ptr<nn::GPT2LMHeadModel> model;
   if (!request.init_from.empty()) {
     model = nn::GPT2LMHeadModel::from_pretrained(request.init_from);
     const nn::GPT2Config& loaded = model->config();
     EMBER_CHECK(recipe.context <= loaded.n_positions, "--context {}: {} has positions for {} tokens only",
                 recipe.context, request.init_from, loaded.n_positions);
+    check_vocabulary(loaded, tokenizer, request.init_from);
     recipe.n_layer = loaded.n_layer;
     recipe.n_head = loaded.n_head;
     recipe.n_embd = loaded.n_embd;
+    recipe.dropout = loaded.resid_pdrop;
   } else {
     model = std::make_shared<nn::GPT2LMHeadModel>(model_config(recipe));
   }
@@ -292,21 +388,24 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   const train::Precision precision = common.precision_choice();
   nn::GradScaler scaler({.enabled = train::needs_loss_scaling(precision)});
 
-  // Stage 4: evaluation. A fixed prefix of the held-out tokens, in windows of the context.
-  std::vector<int64_t> scored_ids = held_out_ids;
-  if (request.eval_tokens > 0 && static_cast<int64_t>(scored_ids.size()) > request.eval_tokens) {
-    scored_ids.resize(request.eval_tokens);
-  }
-  const examples::ValidationWindows held_out = examples::validation_windows(scored_ids, recipe.context);
+  // Stage 4: evaluation: the held-out loss and a sample, timed (the plan needs the time).
+  const examples::ValidationWindows held_out = held_out_windows(held_out_ids, request.eval_tokens, recipe.context);
+  fmt::print("evaluation: {} held-out tokens scored, in {} windows of {}\n", held_out.scored,
+             held_out.inputs.size(0), recipe.context);
+  // Batches of about 8k tokens: larger ones only cost memory.
   const int64_t eval_batch = std::max<int64_t>(1, 8192 / recipe.context);
   const uint64_t sample_seed = common.seed + 1;
+  double eval_seconds = 0;  // the last evaluation's
   auto evaluate = [&] {
+    const Clock::time_point start = Clock::now();
     const double loss = held_out_loss(*model, held_out, eval_batch, device);
-    return std::pair{loss, sample_text(*model, tokenizer, request.sample, sample_seed, device)};
+    std::string sample = sample_text(*model, tokenizer, request.sample, sample_seed, device);
+    eval_seconds = seconds_since(start);
+    return std::pair{loss, std::move(sample)};
   };
-  auto report = [](int64_t step, double loss, const std::string& sample) {
-    return fmt::format("step {}: held-out loss {:.3f} nats/token, perplexity {:.1f}\n{}", step, loss, std::exp(loss),
-                       indented(sample));
+  auto report = [&](int64_t step, double loss, const std::string& sample) {
+    return fmt::format("step {}: held-out loss {:.3f} nats/token, perplexity {:.1f} ({:.1f} s with the sample)\n{}",
+                       step, loss, std::exp(loss), eval_seconds, indented(sample));
   };
 
   // Stage 5: the plan. The run lasts `steps` steps, and the learning rate decays to its floor
@@ -316,10 +415,31 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   // Should the steps turn out slower than planned, the schedule is paced to end with the time.
   const std::string checkpoint_path = common.out_path("checkpoint.safetensors");
   const std::string run_path = common.out_path("run.json");
+  nlohmann::json record = run_record(recipe, request, common.seed);
   int64_t total_steps = request.steps;
-  if (common.resume && total_steps == 0 && std::filesystem::exists(run_path)) {
-    total_steps = examples::config_integer(nlohmann::json::parse(std::ifstream(run_path)), "steps", run_path);
+  if (common.resume) {
+    if (const auto saved = read_json(run_path); saved && std::filesystem::exists(checkpoint_path)) {
+      std::vector<std::string> differences;
+      for (const auto& [key, value] : record.items()) {
+        if (saved->contains(key) && (*saved)[key] != value) {
+          differences.push_back(fmt::format("{} {} (now {})", key, (*saved)[key].dump(), value.dump()));
+        }
+      }
+      EMBER_CHECK(differences.empty(),
+                  "--resume: the run in {}/ was trained with another recipe: {}; resume with its options, or start "
+                  "afresh without --resume",
+                  common.out_dir, fmt::join(differences, ", "));
+      if (saved->contains("steps")) {  // absent when the run stopped before its plan was made
+        const int64_t planned = examples::config_integer(*saved, "steps", run_path);
+        if (total_steps == 0) total_steps = planned;
+        EMBER_CHECK(total_steps == planned, "--resume: the run in {}/ planned {} steps, not --steps {}",
+                    common.out_dir, planned, total_steps);
+      }
+    }
   }
+  auto write_record = [&] {
+    if (examples::is_main_process()) nn::write_file_atomically(run_path, record.dump(2) + "\n");
+  };
   auto make_scheduler = [&](int64_t steps) {
     return std::make_unique<nn::Scheduler>(
         optimizer, std::make_shared<nn::WarmupCosine>(recipe.lr, std::min(recipe.warmup, steps), steps, recipe.lr / 10));
@@ -360,11 +480,8 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
 
   train::MetricsLog log(common.out_path("metrics.csv"), {"train_loss", "val_loss", "perplexity", "lr", "tokens_per_s"},
                         step > 0 ? std::optional<int64_t>(step) : std::nullopt);
-  double first_eval_seconds = 0;
   if (step == 0) {
-    const Clock::time_point eval_start = Clock::now();
     const auto [loss, sample] = evaluate();
-    first_eval_seconds = std::chrono::duration<double>(Clock::now() - eval_start).count();
     log.write(0, {{"val_loss", loss}, {"perplexity", std::exp(loss)}});
     fmt::print("{}\n", report(0, loss, sample));
   }
@@ -373,13 +490,13 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
   saver.emplace(checkpoint_path, request.eval_every, *model, optimizer, scheduler.get(), &scaler);
   const int64_t tokens_per_step = recipe.batch * recipe.context * ranks;
   constexpr int64_t kPlanningSteps = 20, kUntimedSteps = 5;
-  auto plan = [&](double eval_seconds) {
+  auto plan = [&] {
     // Time left, less a 3% margin and the last evaluation, shared between steps and one
     // evaluation every eval_every steps.
     const double step_seconds = budget.median_step_seconds(kUntimedSteps);  // the first steps warm the allocator
     total_steps = step + std::max<int64_t>(1, budget.steps_that_fit(step_seconds + eval_seconds / request.eval_every,
                                                                     0.03 * budget.budget_seconds() + eval_seconds));
-    fmt::print("plan: {:.0f} ms per step, {:.1f} s per evaluation -> {} steps in {:.0f} minutes (--steps {} repeats "
+    fmt::print("plan: {:.0f} ms per step, {:.1f} s per evaluation -> {} steps in {:g} minutes (--steps {} repeats "
                "this run)\n", 1000 * step_seconds, eval_seconds, total_steps, request.minutes, total_steps);
     const nn::StateDict schedule_state = scheduler->state_dict();
     scheduler = make_scheduler(total_steps);
@@ -387,12 +504,13 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
     budget.pace(*scheduler, total_steps);
     saver.emplace(checkpoint_path, request.eval_every, *model, optimizer, scheduler.get(), &scaler);
   };
-  if (total_steps > 0 && examples::is_main_process()) {
-    nn::write_file_atomically(run_path, nlohmann::json{{"steps", total_steps}}.dump() + "\n");
-  }
+  if (total_steps > 0) record["steps"] = total_steps;
+  write_record();
   // Shown once the plan knows the total: the first steps of a timed run are the plan's.
   std::optional<train::ProgressBar> progress;
-  const auto show_progress = [&] { progress.emplace(total_steps, train::ProgressBarOptions{.label = "train", .unit = "tokens"}, step); };
+  const auto show_progress = [&] {
+    progress.emplace(total_steps, train::ProgressBarOptions{.label = "train", .unit = "tokens"}, step);
+  };
   if (total_steps > 0) {
     show_progress();
   } else {
@@ -409,11 +527,11 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
     const Tensor loss = train_step({windows.slice(1, std::nullopt, -1).contiguous(),
                                     windows.slice(1, 1, std::nullopt).contiguous()});
     budget.step_done();
-    if (total_steps == 0 && step == kPlanningSteps) {
-      plan(first_eval_seconds);
-      if (examples::is_main_process()) {
-        nn::write_file_atomically(run_path, nlohmann::json{{"steps", total_steps}}.dump() + "\n");
-      }
+    // Counted in this process's steps, so that a run resumed before its plan also times enough.
+    if (total_steps == 0 && budget.steps_done() == kPlanningSteps) {
+      plan();
+      record["steps"] = total_steps;
+      write_record();
       show_progress();
     }
     loss_sum += loss.item<double>();
@@ -425,7 +543,7 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
     }
     const bool evaluate_now = step % request.eval_every == 0 || budget.finished();
     if (!evaluate_now) continue;
-    const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
+    const double seconds = seconds_since(window_start);
     const auto [loss_now, sample] = evaluate();
     val_loss = loss_now;
     if (progress) {
@@ -445,13 +563,23 @@ void train_model(const examples::CommonOptions& common, const TrainingRequest& r
     window_start = Clock::now();
   }
   if (progress) progress->finish();
+  // A run resumed from its last checkpoint has no step left to take: score what it saved.
   if (std::isnan(val_loss)) val_loss = held_out_loss(*model, held_out, eval_batch, device);
+  if (budget.out_of_time() && step < total_steps) {
+    fmt::print("the {}-minute budget ran out at step {} of {}; the learning rate's schedule was paced to end with "
+               "it\n", request.minutes, step, total_steps);
+  }
 
   // Stage 7: what the run leaves: the model in Hugging Face's layout (for --generate, and for
-  // any GPT-2 tool), the metrics and their plot.
+  // any GPT-2 tool), the metrics and their plot, and the record of the run.
   train::plot_metrics_csv(log.path(), "GPT-2");
   if (!examples::is_main_process()) return;
   model->save_pretrained(common.out_path("model"));
+  record["trained_steps"] = step;
+  record["held_out_loss"] = val_loss;
+  record["perplexity"] = std::exp(val_loss);
+  record["peak_memory_mb"] = peak_memory_mb();
+  write_record();
   fmt::print("\nheld-out loss {:.3f} nats/token (perplexity {:.1f}) after {} steps, {:.1f} minutes; peak memory "
              "{:.0f} MB\n", val_loss, std::exp(val_loss), step, budget.elapsed_seconds() / 60, peak_memory_mb());
 }
@@ -512,6 +640,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   return examples::run_main(app, argc, argv, common, [&] {
+    // A checkpoint brings its own shape: a size given beside it would be silently ignored.
+    for (const auto& [option, given] : {std::pair{"--n-layer", n_layer.has_value()},
+                                        std::pair{"--n-head", n_head.has_value()},
+                                        std::pair{"--n-embd", n_embd.has_value()}}) {
+      EMBER_CHECK(!given || request.init_from.empty(),
+                  "gpt2: {} shapes a fresh model, but --init-from {} brings its own", option, request.init_from);
+    }
     Recipe& recipe = request.recipe;
     recipe = preset(preset_name);
     if (n_layer) recipe.n_layer = *n_layer;
@@ -521,7 +656,7 @@ int main(int argc, char** argv) {
     if (batch) recipe.batch = *batch;
     if (lr) recipe.lr = *lr;
     if (generate_only) {
-      generate(common, request.init_from.empty() ? common.out_path("model") : request.init_from, sample);
+      generate(common, request.init_from, sample);
     } else {
       train_model(common, request);
     }

@@ -16,9 +16,7 @@ namespace {
 
 constexpr int64_t kMaxCachedPieces = 200'000;
 
-uint64_t pair_key(int64_t left, int64_t right) {
-  return (static_cast<uint64_t>(left) << 32) | static_cast<uint32_t>(right);
-}
+// The inverses of pair_key (nn/text/merge_by_rank.h).
 int32_t left_of(uint64_t key) { return static_cast<int32_t>(key >> 32); }
 int32_t right_of(uint64_t key) { return static_cast<int32_t>(key & 0xFFFFFFFFu); }
 
@@ -253,7 +251,8 @@ BpeTokenizer::BpeTokenizer(std::vector<std::pair<int64_t, int64_t>> merges, cons
                 rank, left, right);
     const int32_t merged = add_merged_symbol(vocabulary_, left, right);
     // A pair learned twice keeps its first (lower) rank.
-    merge_of_pair_.emplace(pair_key(left, right), Merge{static_cast<int32_t>(rank), merged});
+    merge_of_pair_.emplace(pair_key(static_cast<int32_t>(left), static_cast<int32_t>(right)),
+                           RankedMerge{static_cast<int32_t>(rank), merged});
   }
 }
 
@@ -320,13 +319,8 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int64_t>& id
   for (size_t i = 0; i < piece.size(); ++i) {
     symbols[i] = static_cast<int32_t>(kFirstByteId + static_cast<unsigned char>(piece[i]));
   }
-  merge_by_rank(
-      symbols,
-      [&](int32_t left, int32_t right) -> const Merge* {
-        const auto found = merge_of_pair_.find(pair_key(left, right));
-        return found == merge_of_pair_.end() ? nullptr : &found->second;
-      },
-      [&](int32_t id) { ids.push_back(id); });
+  merge_by_rank(symbols, merge_of_pair_);
+  ids.insert(ids.end(), symbols.begin(), symbols.end());
 }
 
 std::vector<int64_t> BpeTokenizer::encode(const std::string& text) const {

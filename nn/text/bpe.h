@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/text/merge_by_rank.h"
 #include "nn/text/tokenizer.h"
 
 namespace ember::text {
@@ -67,10 +68,6 @@ class BpeTokenizer : public Tokenizer {
   void save(const std::string& path) const override;
 
  private:
-  struct Merge {
-    int32_t rank;
-    int32_t result;
-  };
   struct Cache {
     std::mutex mutex;
     std::unordered_map<std::string, std::vector<int64_t>> ids_of_piece;
@@ -82,7 +79,7 @@ class BpeTokenizer : public Tokenizer {
   void encode_piece(std::string_view piece, std::vector<int64_t>& ids) const;
 
   std::vector<std::pair<int64_t, int64_t>> merges_;
-  std::unordered_map<uint64_t, Merge> merge_of_pair_;
+  MergeTable merge_of_pair_;
   // Shared by copies of the tokenizer: they have the same merges, so the same encodings.
   std::shared_ptr<Cache> cache_ = std::make_shared<Cache>();
 };

@@ -26,10 +26,6 @@ constexpr size_t kMaxCachedPieceBytes = 256;
 // Bounded, for programs that encode an endless stream of new text.
 constexpr size_t kMaxCachedPieces = 1'000'000;
 
-uint64_t pair_key(int32_t left, int32_t right) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-}
-
 // GPT-2's byte table: the bytes that are printable characters of Latin-1 ('!'..'~', '¡'..'¬',
 // '®'..'ÿ') stand for themselves; the other 68 (controls, space, DEL, no-break space, soft
 // hyphen) get U+0100, U+0101, ... in byte order, so that every byte is one visible character.
@@ -276,7 +272,7 @@ Gpt2Tokenizer Gpt2Tokenizer::build(std::vector<std::string> tokens,
     made_by[*result] = static_cast<int64_t>(rank);
     tokenizer.merge_pairs_.emplace_back(left, right);
     tokenizer.merge_of_pair_.emplace(pair_key(left, right),
-                                     Merge{static_cast<int32_t>(rank), static_cast<int32_t>(*result)});
+                                     RankedMerge{static_cast<int32_t>(rank), static_cast<int32_t>(*result)});
   }
   // Every token is a byte, one merge's result or <|endoftext|>: a token nothing makes could never
   // be produced, and its id would mean something else to a model trained on GPT-2's.
@@ -353,13 +349,8 @@ std::vector<std::pair<std::string, std::string>> Gpt2Tokenizer::merges() const {
 void Gpt2Tokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ids) const {
   std::vector<int32_t> symbols(piece.size());
   for (size_t i = 0; i < piece.size(); ++i) symbols[i] = byte_symbol_ids_[static_cast<unsigned char>(piece[i])];
-  merge_by_rank(
-      symbols,
-      [&](int32_t left, int32_t right) -> const Merge* {
-        const auto found = merge_of_pair_.find(pair_key(left, right));
-        return found == merge_of_pair_.end() ? nullptr : &found->second;
-      },
-      [&](int32_t id) { ids.push_back(id); });
+  merge_by_rank(symbols, merge_of_pair_);
+  ids.insert(ids.end(), symbols.begin(), symbols.end());
 }
 
 std::vector<int64_t> Gpt2Tokenizer::encode(std::string_view text) const {

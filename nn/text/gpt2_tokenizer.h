@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "nn/text/merge_by_rank.h"
 #include "nn/text/tokenizer.h"
 
 namespace ember::text {
@@ -75,10 +76,6 @@ class Gpt2Tokenizer : public Tokenizer {
   std::vector<std::pair<std::string, std::string>> merges() const;
 
  private:
-  struct Merge {
-    int32_t rank;
-    int32_t result;
-  };
   struct PieceCache;
 
   // `tokens` in id order and `merges` in rank order, both in GPT-2's notation; `where_token(id)`
@@ -92,7 +89,7 @@ class Gpt2Tokenizer : public Tokenizer {
   void encode_piece(std::string_view piece, std::vector<int32_t>& ids) const;
 
   std::array<int32_t, 256> byte_symbol_ids_{};
-  std::unordered_map<uint64_t, Merge> merge_of_pair_;
+  MergeTable merge_of_pair_;
   std::vector<std::pair<int32_t, int32_t>> merge_pairs_;  // in rank order
   std::vector<std::string> bytes_of_id_;                  // what decode writes for each id
   int64_t end_of_text_id_ = 0;

@@ -62,6 +62,12 @@ expect_error "--top-p" "$examples/gpt2" --top-p 1.5
 expect_error "--init-from: Directory does not exist" "$examples/gpt2" --init-from "$scratch/absent"
 expect_error "--generate: no model in $scratch/out/model/" "$examples/gpt2" --generate --out "$scratch/out" --data "$scratch"
 expect_error "--text: cannot open $scratch/absent.txt" "$examples/gpt2" --text "$scratch/absent.txt" --data "$scratch" --out "$scratch/out"
+expect_error "gpt2: --n-embd shapes a fresh model, but --init-from $scratch/pretrained brings its own" \
+  "$examples/gpt2" --init-from "$scratch/pretrained" --n-embd 128
+expect_error "--init-from: $scratch/pretrained/ has no config.json" \
+  "$examples/gpt2" --generate --init-from "$scratch/pretrained" --data "$scratch" --out "$scratch/out"
+expect_error "--init-from: $scratch/pretrained/ has no config.json" \
+  "$examples/gpt2" --init-from "$scratch/pretrained" --data "$scratch" --out "$scratch/out"
 echo "A line of text." >"$scratch/one.txt"
 expect_error "GPT-2's tokenizer files are missing from $scratch/gpt2-vocab/: run bash scripts/fetch_data.sh gpt2-vocab" \
   "$examples/gpt2" --text "$scratch/one.txt" --data "$scratch" --out "$scratch/out"
