@@ -47,6 +47,7 @@
 
 #include "cuda/attention/attention_device.cuh"
 #include "cuda/attention/attention_tensor_core_plan.h"
+#include "cuda/attention/flash_attention_plan.h"
 #include "cuda/runtime/stream.h"
 
 namespace ember::cuda {
@@ -441,6 +442,23 @@ bool takes_tensor_cores(const AttentionLayout& layout) {
   }
 }
 
+// Whether the mma.sync forward takes this call: the rule of cuda/attention/flash_attention_plan.h
+// for the tile shape chosen now.
+template <class T>
+bool takes_flash_forward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
+  if constexpr (is_16_bit_element<T>) {
+    const TensorCoreDevice device = current_tensor_core_device();
+    const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
+    const FlashTile tile = (head_dim == 64 ? kFlashTiles64 : kFlashTiles128)[flash_forward_tile_choice()];
+    const FlashOperands operands{reinterpret_cast<uintptr_t>(args.q), reinterpret_cast<uintptr_t>(args.k),
+                                 reinterpret_cast<uintptr_t>(args.v)};
+    return attention_uses_flash_forward(true, layout, operands, device.compute_capability,
+                                        device.shared_memory_per_block, tile, attention_flash_allowed());
+  } else {
+    return false;
+  }
+}
+
 }  // namespace
 
 void set_attention_column_block_limit(int64_t limit) {
@@ -453,6 +471,10 @@ void set_attention_tensor_cores_allowed(bool allowed) { tensor_cores_setting().s
 template <class T>
 void launch_attention_forward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (layout.matrices == 0 || layout.target_length == 0) return;
+  if (takes_flash_forward<T>(layout, args)) {
+    if constexpr (is_16_bit_element<T>) launch_attention_forward_flash(layout, args);
+    return;
+  }
   if (takes_tensor_cores<T>(layout)) {
     if constexpr (is_16_bit_element<T>) launch_attention_forward_tensor_cores(layout, args);
     return;

@@ -11,8 +11,12 @@
 // core/half.h. The mapping from ember's types is cuda/ops/device_elements.h, host only.
 #pragma once
 
+// Under the CPU emulation of tests/cuda_emulation/, which defines both types itself, CUDA's headers
+// are not read: that build needs no CUDA toolkit.
+#ifndef EMBER_CUDA_EMULATION
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#endif
 
 #include <type_traits>
 

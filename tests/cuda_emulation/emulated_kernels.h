@@ -1,0 +1,42 @@
+// The CUDA kernels the emulation runs, behind plain declarations: the test suites that call them
+// see neither the emulation's macros nor CUDA's names. Elements are ember's BFloat16 and Float16
+// (the same bits as CUDA's __nv_bfloat16 and __half).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/random.h"
+#include "cuda/attention/attention_layout.h"
+#include "cuda/attention/flash_attention_plan.h"
+
+namespace ember::cuda_emulation {
+
+// The operands of one fused attention call, as AttentionPointers<T> holds them for the kernels.
+struct AttentionCall {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;
+  const bool* allowed = nullptr;
+  const void* added = nullptr;
+  bool is_causal = false;
+  float scale = 1;
+  float dropout_p = 0;
+  float dropout_keep_scale = 1;
+  PhiloxState dropout_state;
+  float* log_sum_exp = nullptr;
+};
+
+// The global buffers cp.async may read (cuda_emulation.h declares them too).
+void register_global_region(const void* begin, size_t bytes);
+void clear_global_regions();
+
+// Runs cuda/attention/flash_attention_forward.cuh's kernel for `head_dim` (64 or 128) with tile
+// `tile_index` of kFlashTiles64 / kFlashTiles128, as its launcher would launch it (grid over query
+// tiles and matrices, at most `matrix_blocks` blocks along y), on 16-bit elements (float16 or
+// bfloat16). Throws std::runtime_error for any violation the emulation finds.
+void run_flash_attention_forward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
+                                 const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks);
+
+}  // namespace ember::cuda_emulation

@@ -1,0 +1,121 @@
+// The plan of the mma.sync attention forward (cuda/attention/flash_attention_plan.h), on the CPU:
+// the tile shapes compile to whole fragments, the swizzle keeps each row's chunks and spreads an
+// ldmatrix's eight rows over eight bank groups, the buffers fit and do not overlap, and the rule
+// takes the path only where cp.async can copy the operands.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "cuda/attention/flash_attention_plan.h"
+
+namespace {
+
+using namespace ember::cuda;
+
+AttentionLayout contiguous_layout(int64_t L, int64_t S, int64_t E, int64_t Ev) {
+  AttentionLayout layout;
+  layout.target_length = L;
+  layout.source_length = S;
+  layout.embed = E;
+  layout.value_embed = Ev;
+  layout.matrices = 4;
+  layout.batch_dims = 1;
+  layout.batch_sizes[0] = 4;
+  const int64_t rows[] = {L, S, S, L, L, L, L, S, S};
+  const int64_t cols[] = {E, E, Ev, Ev, S, Ev, E, E, Ev};
+  for (int operand = 0; operand < kAttentionOperands; ++operand) {
+    layout.batch_strides[operand][0] = rows[operand] * cols[operand];
+    layout.row_stride[operand] = cols[operand];
+    layout.col_stride[operand] = 1;
+  }
+  return layout;
+}
+
+TEST_CASE("every compiled tile shape is whole fragments and fits an H100's shared memory") {
+  for (const auto* tiles : {kFlashTiles64, kFlashTiles128}) {
+    const int head_dim = tiles == kFlashTiles64 ? 64 : 128;
+    for (int t = 0; t < kFlashTileChoices; ++t) {
+      const FlashTile tile = tiles[t];
+      CAPTURE(head_dim);
+      CAPTURE(t);
+      CHECK(flash_tile_is_valid(tile));
+      const FlashForwardPlan plan = flash_forward_plan(head_dim, tile);
+      CHECK(plan.k == size_t(tile.queries) * head_dim * 2);
+      CHECK(plan.v - plan.k == size_t(tile.stages) * tile.keys * head_dim * 2);
+      CHECK(plan.bytes - plan.v == plan.v - plan.k);
+      CHECK(plan.k % 128 == 0);
+      CHECK(plan.v % 128 == 0);
+      CHECK(plan.bytes <= 227 * 1024);  // an H100's or H200's opt-in limit per block
+    }
+  }
+  CHECK_FALSE(flash_tile_is_valid({48, 64, 4, 2}));   // 12 queries a warp
+  CHECK_FALSE(flash_tile_is_valid({64, 40, 4, 2}));   // keys not a multiple of 16
+  CHECK_FALSE(flash_tile_is_valid({64, 64, 4, 3}));   // three stages
+}
+
+TEST_CASE("the swizzle keeps a row's chunks and spreads eight rows over eight bank groups") {
+  for (const int head_dim : {64, 128}) {
+    for (int row = 0; row < 64; ++row) {
+      std::set<int> offsets;
+      for (int col = 0; col < head_dim; ++col) {
+        const int at = flash_swizzled_offset(row, col, head_dim);
+        CHECK(at / head_dim == row);
+        if (col % 8 != 0) CHECK(at == flash_swizzled_offset(row, col - col % 8, head_dim) + col % 8);
+        offsets.insert(at);
+      }
+      CHECK(offsets.size() == size_t(head_dim));
+    }
+    // ldmatrix reads rows r .. r + 7 at one logical chunk: eight distinct 16-byte slots modulo 128
+    // bytes (the banks' width), so no two rows share a bank.
+    for (int row0 = 0; row0 < 64; row0 += 8) {
+      for (int col = 0; col < head_dim; col += 8) {
+        std::set<int> bank_groups;
+        for (int r = row0; r < row0 + 8; ++r) bank_groups.insert((flash_swizzled_offset(r, col, head_dim) * 2 / 16) % 8);
+        CHECK(bank_groups.size() == 8);
+      }
+    }
+  }
+}
+
+TEST_CASE("the rule: 16-bit, head dims multiples of 8 up to 128, operands cp.async can copy") {
+  const FlashTile tile = kFlashTiles64[0];
+  const FlashOperands aligned{0x1000, 0x2000, 0x3000};
+  const int64_t h100 = 227 * 1024;
+  const AttentionLayout layout = contiguous_layout(100, 90, 64, 64);
+  CHECK(attention_uses_flash_forward(true, layout, aligned, 90, h100, tile, true));
+  CHECK_FALSE(attention_uses_flash_forward(false, layout, aligned, 90, h100, tile, true));  // float32
+  CHECK_FALSE(attention_uses_flash_forward(true, layout, aligned, 75, h100, tile, true));   // before sm_80
+  CHECK_FALSE(attention_uses_flash_forward(true, layout, aligned, 90, h100, tile, false));  // switched off
+  CHECK_FALSE(attention_uses_flash_forward(true, layout, aligned, 90, 32 * 1024, tile, true));
+  CHECK_FALSE(attention_uses_flash_forward(true, layout, {0x1008, 0x2000, 0x3000}, 90, h100, tile, true));
+
+  CHECK(flash_head_dim(64, 64) == 64);
+  CHECK(flash_head_dim(40, 24) == 64);
+  CHECK(flash_head_dim(72, 64) == 128);
+  CHECK(flash_head_dim(128, 128) == 128);
+  CHECK(flash_head_dim(136, 128) == 0);
+  CHECK(flash_head_dim(60, 64) == 0);  // not whole 16-byte chunks
+
+  AttentionLayout strided = layout;
+  strided.col_stride[kAttentionK] = 2;
+  CHECK_FALSE(flash_operands_aligned(strided, aligned));
+  strided = layout;
+  strided.row_stride[kAttentionV] = 68;
+  CHECK_FALSE(flash_operands_aligned(strided, aligned));
+  strided = layout;
+  strided.batch_strides[kAttentionQ][0] = 100 * 64 + 4;
+  CHECK_FALSE(flash_operands_aligned(strided, aligned));
+  // Heads split off [B, L, H * E] as views: row stride H * E, head stride E.
+  AttentionLayout heads = layout;
+  heads.batch_dims = 2;
+  heads.batch_sizes[0] = 2;
+  heads.batch_sizes[1] = 2;
+  for (const int operand : {int(kAttentionQ), int(kAttentionK), int(kAttentionV)}) {
+    heads.batch_strides[operand][0] = 100 * 2 * 64;
+    heads.batch_strides[operand][1] = 64;
+    heads.row_stride[operand] = 2 * 64;
+  }
+  CHECK(flash_operands_aligned(heads, aligned));
+}
+
+}  // namespace
