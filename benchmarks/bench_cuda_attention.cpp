@@ -4,10 +4,14 @@
 // dominate memory. float32; TF32 does not enter (the fused kernels do not use tensor cores).
 //
 // Then bfloat16 at the sizes of the bar: batch 16, 16 heads, head dim 64 at lengths 1,024
-// and 4,096 and head dim 128 at 2,048, on the tensor-core kernels (cuda/attention/attention_tensor_cores.cu) and, for comparison, on
-// the float32-tile kernel (tensor_cores:0, as EMBER_ATTENTION_TENSOR_CORES=0 does). The bar is
-// half of PyTorch SDPA's bf16 forward on an H100: 306 TFLOP/s at 1,024, 433 at 4,096 and 479 at
-// 2,048 with head dim 128, so 153, 216 and 240.
+// and 4,096 and head dim 128 at 2,048, on each forward path in turn (argument `path`): 2 to 5, the
+// mma.sync forward (cuda/attention/flash_attention_forward.cuh) with each tile shape of
+// cuda/attention/flash_attention_plan.h's list, as EMBER_ATTENTION_FLASH_TILE chooses; 1, the WMMA
+// path (cuda/attention/attention_tensor_cores.cu), as EMBER_ATTENTION_FLASH=0 leaves it; 0, the
+// float32-tile kernel, as EMBER_ATTENTION_TENSOR_CORES=0 does. The backward is the WMMA path's
+// whenever a 16-bit forward is on tensor cores, so forward + backward differ by the forward.
+// The bar is half of PyTorch SDPA's bf16 forward on an H100: 306 TFLOP/s at 1,024, 433 at 4,096
+// and 479 at 2,048 with head dim 128, so 153, 216 and 240.
 //
 // FLOP counts are the useful products: 4 B H L S E forward (q k^T and weights v), three times
 // that forward and backward (the backward's recomputed scores are not counted), halved when
@@ -20,10 +24,12 @@
 #include <benchmark/benchmark.h>
 
 #include <utility>
+#include <vector>
 
 #include "ember.h"
 #ifdef EMBER_WITH_CUDA
 #include "cuda/attention/attention_tensor_core_plan.h"
+#include "cuda/attention/flash_attention_plan.h"
 #endif
 
 using namespace ember;
@@ -108,19 +114,42 @@ BENCHMARK(BM_CudaAttentionForwardBackward)->Apply(attention_cases);
 
 constexpr int64_t kBf16Batch = 16, kBf16Heads = 16;
 
-// The tensor-core path allowed or not for one case (CUDA builds only: elsewhere every case skips).
+// One forward path for one case (CUDA builds only: elsewhere every case skips): 0 the float32-tile
+// kernel, 1 the WMMA path, 2 + t the mma.sync forward with tile t. Restores the settings after.
 #ifdef EMBER_WITH_CUDA
-using TensorCoresAllowed = cuda::AttentionTensorCoresScope;
-#else
-struct TensorCoresAllowed {
-  explicit TensorCoresAllowed(bool) {}
+class AttentionPath {
+ public:
+  explicit AttentionPath(int64_t path)
+      : tensor_cores_(path != 0),
+        flash_before_(cuda::attention_flash_allowed()),
+        tile_before_(cuda::flash_forward_tile_choice()) {
+    cuda::set_attention_flash_allowed(path >= 2);
+    if (path >= 2) cuda::set_flash_forward_tile_choice(static_cast<int>(path - 2));
+  }
+  ~AttentionPath() {
+    cuda::set_attention_flash_allowed(flash_before_);
+    cuda::set_flash_forward_tile_choice(tile_before_);
+  }
+  AttentionPath(const AttentionPath&) = delete;
+  AttentionPath& operator=(const AttentionPath&) = delete;
+
+ private:
+  cuda::AttentionTensorCoresScope tensor_cores_;
+  bool flash_before_;
+  int tile_before_;
 };
+constexpr int64_t kFlashTilePaths = cuda::kFlashCompiledTiles;
+#else
+struct AttentionPath {
+  explicit AttentionPath(int64_t) {}
+};
+constexpr int64_t kFlashTilePaths = 1;
 #endif
 
-// Arguments: tensor cores or the float32-tile kernel, causal or not, length. [B, H, L, E] bfloat16.
+// Arguments: the path (AttentionPath), causal or not, length, head dim. [B, H, L, E] bfloat16.
 void BM_CudaAttentionBf16Forward(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
-  const TensorCoresAllowed path(state.range(0) != 0);
+  const AttentionPath path(state.range(0));
   const bool causal = state.range(1) != 0;
   const int64_t length = state.range(2), head_dim = state.range(3);
   NoGradGuard no_grad;
@@ -137,7 +166,7 @@ void BM_CudaAttentionBf16Forward(benchmark::State& state) {
 
 void BM_CudaAttentionBf16ForwardBackward(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
-  const TensorCoresAllowed path(state.range(0) != 0);
+  const AttentionPath path(state.range(0));
   const bool causal = state.range(1) != 0;
   const int64_t length = state.range(2), head_dim = state.range(3);
   const TensorOptions on_gpu = TensorOptions(kBFloat16).device(Device::cuda(0));
@@ -156,10 +185,14 @@ void BM_CudaAttentionBf16ForwardBackward(benchmark::State& state) {
 
 // Head dim 64 at 1,024 and 4,096, and 128 at 2,048: where PyTorch's SDPA anchors were measured.
 void bf16_cases(benchmark::internal::Benchmark* bench) {
-  bench->ArgNames({"tensor_cores", "causal", "len", "dim"});
-  for (const int64_t tensor_cores : {1, 0}) {
+  bench->ArgNames({"path", "causal", "len", "dim"});
+  std::vector<int64_t> paths;
+  for (int64_t tile = 0; tile < kFlashTilePaths; ++tile) paths.push_back(2 + tile);
+  paths.push_back(1);
+  paths.push_back(0);
+  for (const int64_t path : paths) {
     for (const auto& [length, head_dim] : {std::pair<int64_t, int64_t>{1024, 64}, {4096, 64}, {2048, 128}}) {
-      for (const int64_t causal : {0, 1}) bench->Args({tensor_cores, causal, length, head_dim});
+      for (const int64_t causal : {0, 1}) bench->Args({path, causal, length, head_dim});
     }
   }
   bench->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -60,7 +60,7 @@ build() {
   unpack
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   nvcc --version | tail -2
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON \
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON -DEMBER_CUDA_FLASH=ON \
     -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
     -DEMBER_CBLAS_INCLUDE_DIR="$PREFIX/usr/include/x86_64-linux-gnu/openblas-openmp" \
     -DEMBER_OPENBLAS_LIBRARY="$PREFIX/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so"
@@ -165,7 +165,7 @@ build_for_check() {
   unpack
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   nvcc --version | tail -2
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON -DEMBER_BUILD_EXAMPLES=OFF \
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON -DEMBER_CUDA_FLASH=ON -DEMBER_BUILD_EXAMPLES=OFF \
     -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
     -DEMBER_CBLAS_INCLUDE_DIR="$PREFIX/usr/include/x86_64-linux-gnu/openblas-openmp" \
     -DEMBER_OPENBLAS_LIBRARY="$PREFIX/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so"
@@ -286,12 +286,13 @@ check_harness() {
 
 # The sizes: float32 fused at the classifier's length and at 1,024-4,096, and composed
 # (three ops, cuBLAS products) at the classifier's length, which says whether short sequences
-# should take the fused kernels; bfloat16 on tensor cores at 1,024 and 4,096 (head dim 64) and
-# 2,048 (head dim 128); non-causal.
+# should take the fused kernels; bfloat16 at 1,024 and 4,096 (head dim 64) and 2,048 (head dim
+# 128), non-causal on the mma.sync forward with each of its four tile shapes (paths 2-5: the
+# table that chooses the default) and on the WMMA path (1), causal on the default tile.
 check_attention() {
   unpack
   "$BUILD/benchmarks/bench_cuda_attention" \
-    --benchmark_filter='BM_CudaAttention(Forward|ForwardBackward)/fused:(1/causal:0/|0/causal:0/len:128/)|BM_CudaAttentionBf16(Forward|ForwardBackward)/tensor_cores:1/causal:0/' \
+    --benchmark_filter='BM_CudaAttention(Forward|ForwardBackward)/fused:(1/causal:0/|0/causal:0/len:128/)|BM_CudaAttentionBf16(Forward|ForwardBackward)/path:([1-5]/causal:0|2/causal:1)/' \
     --benchmark_out="$LOGS/bench-attention.json" --benchmark_out_format=json
 }
 

@@ -31,7 +31,7 @@ AttentionLayout contiguous_layout(int64_t L, int64_t S, int64_t E, int64_t Ev) {
   return layout;
 }
 
-TEST_CASE("every compiled tile shape is whole fragments and fits an H100's shared memory") {
+TEST_CASE("every compiled tile shape, forward and backward, is whole fragments and fits an H100's shared memory") {
   for (const auto* tiles : {kFlashTiles64, kFlashTiles128}) {
     const int head_dim = tiles == kFlashTiles64 ? 64 : 128;
     for (int t = 0; t < kFlashTileChoices; ++t) {
@@ -48,9 +48,27 @@ TEST_CASE("every compiled tile shape is whole fragments and fits an H100's share
       CHECK(plan.bytes <= 227 * 1024);  // an H100's or H200's opt-in limit per block
     }
   }
-  CHECK_FALSE(flash_tile_is_valid({48, 64, 4, 2}));   // 12 queries a warp
-  CHECK_FALSE(flash_tile_is_valid({64, 40, 4, 2}));   // keys not a multiple of 16
-  CHECK_FALSE(flash_tile_is_valid({64, 64, 4, 3}));   // three stages
+  for (const auto* tiles : {kFlashBackwardTiles64, kFlashBackwardTiles128}) {
+    const int head_dim = tiles == kFlashBackwardTiles64 ? 64 : 128;
+    for (int t = 0; t < kFlashTileChoices; ++t) {
+      const FlashTile tile = tiles[t];
+      CAPTURE(head_dim);
+      CAPTURE(t);
+      CHECK(flash_backward_tile_is_valid(tile));
+      const FlashBackwardPlan plan = flash_backward_plan(head_dim, tile);
+      CHECK(plan.v == size_t(tile.keys) * head_dim * 2);
+      CHECK(plan.q == 2 * plan.v);
+      CHECK(plan.grad_out - plan.q == size_t(tile.stages) * tile.queries * head_dim * 2);
+      CHECK(plan.grad_scores - plan.grad_out == plan.grad_out - plan.q);
+      CHECK(plan.bytes - plan.grad_scores == size_t(tile.keys) * tile.queries * 2);
+      CHECK(plan.bytes <= 227 * 1024);
+    }
+  }
+  CHECK_FALSE(flash_backward_tile_is_valid({64, 128, 8, 2}));  // 8 queries a warp for dQ
+  CHECK_FALSE(flash_backward_tile_is_valid({32, 64, 2, 2}));   // dS^T rows too short to swizzle
+  CHECK_FALSE(flash_tile_is_valid({48, 64, 4, 2}));  // 12 queries a warp
+  CHECK_FALSE(flash_tile_is_valid({64, 40, 4, 2}));  // keys not a multiple of 16
+  CHECK_FALSE(flash_tile_is_valid({64, 64, 4, 3}));  // three stages
 }
 
 TEST_CASE("the swizzle keeps a row's chunks and spreads eight rows over eight bank groups") {
@@ -70,7 +88,8 @@ TEST_CASE("the swizzle keeps a row's chunks and spreads eight rows over eight ba
     for (int row0 = 0; row0 < 64; row0 += 8) {
       for (int col = 0; col < head_dim; col += 8) {
         std::set<int> bank_groups;
-        for (int r = row0; r < row0 + 8; ++r) bank_groups.insert((flash_swizzled_offset(r, col, head_dim) * 2 / 16) % 8);
+        for (int r = row0; r < row0 + 8; ++r)
+          bank_groups.insert((flash_swizzled_offset(r, col, head_dim) * 2 / 16) % 8);
         CHECK(bank_groups.size() == 8);
       }
     }
@@ -88,6 +107,14 @@ TEST_CASE("the rule: 16-bit, head dims multiples of 8 up to 128, operands cp.asy
   CHECK_FALSE(attention_uses_flash_forward(true, layout, aligned, 90, h100, tile, false));  // switched off
   CHECK_FALSE(attention_uses_flash_forward(true, layout, aligned, 90, 32 * 1024, tile, true));
   CHECK_FALSE(attention_uses_flash_forward(true, layout, {0x1008, 0x2000, 0x3000}, 90, h100, tile, true));
+  // The backward checks grad_out too, against its own tile's plan.
+  const FlashTile backward_tile = kFlashBackwardTiles64[0];
+  CHECK(attention_uses_flash_backward(true, layout, {0x1000, 0x2000, 0x3000, 0x4000}, 90, h100, backward_tile, true));
+  CHECK_FALSE(
+      attention_uses_flash_backward(true, layout, {0x1000, 0x2000, 0x3000, 0x4004}, 90, h100, backward_tile, true));
+  CHECK_FALSE(attention_uses_flash_backward(true, layout, aligned, 90, h100, backward_tile, true));  // no grad_out
+  CHECK_FALSE(
+      attention_uses_flash_backward(true, layout, {0x1000, 0x2000, 0x3000, 0x4000}, 90, 40 * 1024, backward_tile, true));
 
   CHECK(flash_head_dim(64, 64) == 64);
   CHECK(flash_head_dim(40, 24) == 64);

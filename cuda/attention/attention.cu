@@ -26,7 +26,10 @@
 // block produces 64 columns of the outputs (out, or dQ, dK and dV), and the grid's z dimension
 // covers wider head dims. With E, Ev <= 64 (the common case) every tile is loaded once.
 //
-// bfloat16 and float16. When attention_uses_tensor_cores (cuda/attention/attention_tensor_core_plan.h)
+// bfloat16 and float16. Forward and backward each first try the mma.sync kernels of
+// cuda/attention/flash_attention_forward.cuh and flash_attention_backward.cuh (attention_uses_flash_forward
+// and _backward: E and Ev multiples of 8 up to 128, operands cp.async can copy,
+// EMBER_ATTENTION_FLASH not 0). Otherwise: when attention_uses_tensor_cores (cuda/attention/attention_tensor_core_plan.h)
 // allows it (E, Ev <= 128 on a device of compute capability 8.0 or more, and
 // EMBER_ATTENTION_TENSOR_CORES is not 0), 16-bit operands take the tensor-core kernels of
 // cuda/attention/attention_tensor_cores.cu (16-bit tiles, WMMA products with float32 accumulation). Otherwise
@@ -34,8 +37,8 @@
 // product, the online softmax, the log-sum-exp and the accumulators are float32 (T is the element
 // type, C = compute_t<T> the arithmetic's: the float32 kernel itself); out, grad_k and grad_v are
 // rounded once where stored, and grad_q adds up in a float32 buffer that the caller rounds into the
-// 16-bit gradient. Both paths share the D pre-pass below and the masks and dropout of
-// cuda/attention_device.cuh.
+// 16-bit gradient. Every path shares the masks and dropout of cuda/attention/attention_scores.cuh,
+// and the backward paths the D pre-pass below.
 //
 // Masks and edge cases follow the CPU kernel (core/ops/attention_cpu.cpp) exactly: a masked
 // score is -inf; a row with no key to attend to gets zero weights, a zero output and zero
@@ -446,7 +449,7 @@ bool takes_tensor_cores(const AttentionLayout& layout) {
 // for the tile shape chosen now.
 template <class T>
 bool takes_flash_forward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
-  if constexpr (is_16_bit_element<T>) {
+  if constexpr (is_16_bit_element<T> && kFlashKernelsCompiled) {
     const TensorCoreDevice device = current_tensor_core_device();
     const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
     const FlashTile tile = (head_dim == 64 ? kFlashTiles64 : kFlashTiles128)[flash_forward_tile_choice()];
@@ -454,6 +457,23 @@ bool takes_flash_forward(const AttentionLayout& layout, const AttentionPointers<
                                  reinterpret_cast<uintptr_t>(args.v)};
     return attention_uses_flash_forward(true, layout, operands, device.compute_capability,
                                         device.shared_memory_per_block, tile, attention_flash_allowed());
+  } else {
+    return false;
+  }
+}
+
+// Whether the mma.sync backward takes this call (the rule for its tile shape chosen now).
+template <class T>
+bool takes_flash_backward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
+  if constexpr (is_16_bit_element<T> && kFlashKernelsCompiled) {
+    const TensorCoreDevice device = current_tensor_core_device();
+    const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
+    const FlashTile tile =
+        (head_dim == 64 ? kFlashBackwardTiles64 : kFlashBackwardTiles128)[flash_backward_tile_choice()];
+    const FlashOperands operands{reinterpret_cast<uintptr_t>(args.q), reinterpret_cast<uintptr_t>(args.k),
+                                 reinterpret_cast<uintptr_t>(args.v), reinterpret_cast<uintptr_t>(args.grad_out)};
+    return attention_uses_flash_backward(true, layout, operands, device.compute_capability,
+                                         device.shared_memory_per_block, tile, attention_flash_allowed());
   } else {
     return false;
   }
@@ -472,7 +492,7 @@ template <class T>
 void launch_attention_forward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (layout.matrices == 0 || layout.target_length == 0) return;
   if (takes_flash_forward<T>(layout, args)) {
-    if constexpr (is_16_bit_element<T>) launch_attention_forward_flash(layout, args);
+    if constexpr (is_16_bit_element<T> && kFlashKernelsCompiled) launch_attention_forward_flash(layout, args);
     return;
   }
   if (takes_tensor_cores<T>(layout)) {
@@ -496,6 +516,10 @@ void launch_attention_backward(const AttentionLayout& layout, const AttentionPoi
     out_dot_grad_rows<T><<<static_cast<unsigned int>(blocks < 132 * 32 ? blocks : 132 * 32), kThreads, 0,
                            current_stream()>>>(layout, args);
     check_launch("attention_backward");
+  }
+  if (takes_flash_backward<T>(layout, args)) {
+    if constexpr (is_16_bit_element<T> && kFlashKernelsCompiled) launch_attention_backward_flash(layout, args);
+    return;
   }
   if (takes_tensor_cores<T>(layout)) {
     if constexpr (is_16_bit_element<T>) launch_attention_backward_tensor_cores(layout, args);

@@ -55,6 +55,9 @@ void allow_shared_memory(Kernel kernel, size_t bytes, const char* op) {
 // attention_uses_flash_forward (cuda/attention/flash_attention_plan.h) allows it.
 template <class T>
 void launch_attention_forward_flash(const AttentionLayout& layout, const AttentionPointers<T>& args);
+// Its backward, when attention_uses_flash_backward allows it; out_dot_grad computed already.
+template <class T>
+void launch_attention_backward_flash(const AttentionLayout& layout, const AttentionPointers<T>& args);
 
 template <class T>
 void launch_attention_forward_tensor_cores(const AttentionLayout& layout, const AttentionPointers<T>& args);

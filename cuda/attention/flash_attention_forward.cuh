@@ -155,7 +155,8 @@ __global__ void __launch_bounds__(32 * Warps)
         for (int m = 0; m < kM; ++m) {
           #pragma unroll
           for (int d = 0; d < kDepth; ++d) {
-            ldmatrix_x4(q_fragments[m][d], q_tile + flash_swizzled_offset(warp_row + 16 * m + row_in, 16 * d + col_in, D));
+            ldmatrix_x4(q_fragments[m][d],
+                        q_tile + flash_swizzled_offset(warp_row + 16 * m + row_in, 16 * d + col_in, D));
           }
         }
       }
@@ -191,7 +192,8 @@ __global__ void __launch_bounds__(32 * Warps)
       // the diagonal (its last key no later than the block's first query) needs no mask.
       const bool inside = key0 + Keys <= S && row0 + Queries <= L;
       const bool below_diagonal = args.is_causal && key0 + Keys - 1 <= row0;
-      const bool plain_tile = inside && (no_mask || (below_diagonal && args.allowed == nullptr && args.added == nullptr));
+      const bool plain_tile =
+          inside && (no_mask || (below_diagonal && args.allowed == nullptr && args.added == nullptr));
       #pragma unroll
       for (int m = 0; m < kM; ++m) {
         #pragma unroll
@@ -209,7 +211,7 @@ __global__ void __launch_bounds__(32 * Warps)
         }
       }
 
-      // The online softmax, row by row: e = 0, 1 are row `group`, e = 2, 3 row `group + 8`.
+// The online softmax, row by row: e = 0, 1 are row `group`, e = 2, 3 row `group + 8`.
       #pragma unroll
       for (int m = 0; m < kM; ++m) {
         #pragma unroll
@@ -261,9 +263,9 @@ __global__ void __launch_bounds__(32 * Warps)
         }
       }
 
-      // O += P v. P's A fragment for keys [16 s, 16 s + 16) is score fragments 2 s and 2 s + 1;
-      // v's B fragments by ldmatrix.trans: matrices (keys 0-7, cols c), (keys 8-15, cols c),
-      // (keys 0-7, cols c + 8), (keys 8-15, cols c + 8) give output fragments c / 8 and c / 8 + 1.
+// O += P v. P's A fragment for keys [16 s, 16 s + 16) is score fragments 2 s and 2 s + 1;
+// v's B fragments by ldmatrix.trans: matrices (keys 0-7, cols c), (keys 8-15, cols c),
+// (keys 0-7, cols c + 8), (keys 8-15, cols c + 8) give output fragments c / 8 and c / 8 + 1.
       #pragma unroll
       for (int s = 0; s < kSteps; ++s) {
         uint32_t p_fragments[kM][4];
@@ -292,7 +294,7 @@ __global__ void __launch_bounds__(32 * Warps)
     }
     cp_async_wait<0>();  // nothing stays in flight (something does only when no tile ran)
 
-    // out = O / l, rounded once; lse = m ln 2 + log l. The four lanes of a row hold parts of l.
+// out = O / l, rounded once; lse = m ln 2 + log l. The four lanes of a row hold parts of l.
     #pragma unroll
     for (int m = 0; m < kM; ++m) {
       #pragma unroll

@@ -1,6 +1,6 @@
-// The mma.sync path of fused attention's forward (cuda/attention/flash_attention_forward.cuh): its
-// tile shapes, where its tiles sit in shared memory, the swizzle that spreads their rows over the
-// banks, and the rule that decides when it runs.
+// The mma.sync path of fused attention (cuda/attention/flash_attention_forward.cuh and
+// flash_attention_backward.cuh): its tile shapes, where its tiles sit in shared memory, the swizzle
+// that spreads their rows over the banks, and the rules that decide when it runs.
 //
 // Plain C++17, fmt-free and free of CUDA headers: the kernel reads the same plan on the device,
 // the launcher applies the same rule, and CPU tests (tests/test_flash_attention_plan.cpp and the
@@ -52,21 +52,86 @@ inline constexpr FlashTile kFlashTiles128[] = {
 };
 inline constexpr int kFlashTileChoices = 4;
 
-// Calls visitor.template run<Queries, Keys, Warps, Stages>() for tile `index` of head dim D's list
-// (the kernel's template arguments are compile-time, the choice is not): one switch, shared by the
-// launcher (cuda/attention/flash_attention.cu) and the CPU emulation's. Returns false for an index
-// past the list.
-template <int D, class Visitor>
+// The backward's shapes: a block takes `keys` keys (warp w a run of keys / warps of them, whole
+// m16 fragments) and walks the queries `queries` at a time (dQ splits them among the warps the same
+// way); `stages` q and grad_out tiles in shared memory at once. Registers decide here too: a warp
+// keeps dK and dV for its keys (2 x keys / warps x head_dim floats) and the scores and dP of its
+// keys against a query tile.
+EMBER_ATTENTION_HOST_DEVICE constexpr bool flash_backward_tile_is_valid(const FlashTile& tile) {
+  return tile.warps >= 1 && tile.warps <= 8 && tile.keys % (16 * tile.warps) == 0 &&
+         tile.queries % (16 * tile.warps) == 0 && tile.queries >= 64 && (tile.stages == 1 || tile.stages == 2);
+}
+
+// {queries, keys, warps, stages}, as the forward's.
+inline constexpr FlashTile kFlashBackwardTiles64[] = {
+    {64, 64, 4, 2},
+    {128, 128, 8, 2},
+    {64, 128, 4, 2},  // 32 keys a warp: two fragments share each q and dO load
+    {64, 64, 4, 1},
+};
+inline constexpr FlashTile kFlashBackwardTiles128[] = {
+    {64, 64, 4, 2},
+    {128, 128, 8, 2},
+    {128, 64, 4, 2},
+    {64, 64, 4, 1},
+};
+
+// How many tiles of each list a build compiles: all of them with EMBER_ATTENTION_TILE_SWEEP (CMake's
+// EMBER_CUDA_TILE_SWEEP, for the GPU check's timing table), else the first, the default. Each
+// instantiation is a fully unrolled kernel that ptxas takes close to a minute over.
+#ifdef EMBER_ATTENTION_TILE_SWEEP
+inline constexpr int kFlashCompiledTiles = kFlashTileChoices;
+#else
+inline constexpr int kFlashCompiledTiles = 1;
+#endif
+
+// Whether this build has the kernels (CMake's EMBER_CUDA_FLASH, which defines
+// EMBER_WITH_FLASH_ATTENTION); without them the rules below are never asked and 16-bit attention
+// runs on the WMMA path.
+#ifdef EMBER_WITH_FLASH_ATTENTION
+inline constexpr bool kFlashKernelsCompiled = true;
+#else
+inline constexpr bool kFlashKernelsCompiled = false;
+#endif
+
+enum class FlashPass { kForward, kBackward };
+
+// Calls visitor.template run<Queries, Keys, Warps, Stages>() for tile `index` of the list for
+// head dim D and the pass (the kernel's template arguments are compile-time, the choice is not):
+// one switch, shared by the launchers (cuda/attention/flash_attention.cu) and the CPU emulation's.
+// Returns false for an index past the list.
+template <int D, FlashPass Pass, class Visitor>
 bool visit_flash_tile(int index, Visitor&& visitor) {
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
-  constexpr const FlashTile* tiles = D == 64 ? kFlashTiles64 : kFlashTiles128;
+  constexpr bool forward = Pass == FlashPass::kForward;
+  constexpr const FlashTile* tiles =
+      forward ? (D == 64 ? kFlashTiles64 : kFlashTiles128) : (D == 64 ? kFlashBackwardTiles64 : kFlashBackwardTiles128);
   static_assert(kFlashTileChoices == 4, "one case per tile below");
+  // Tiles past kFlashCompiledTiles are not instantiated at all (if constexpr).
   switch (index) {
-    case 0: visitor.template run<tiles[0].queries, tiles[0].keys, tiles[0].warps, tiles[0].stages>(); return true;
-    case 1: visitor.template run<tiles[1].queries, tiles[1].keys, tiles[1].warps, tiles[1].stages>(); return true;
-    case 2: visitor.template run<tiles[2].queries, tiles[2].keys, tiles[2].warps, tiles[2].stages>(); return true;
-    case 3: visitor.template run<tiles[3].queries, tiles[3].keys, tiles[3].warps, tiles[3].stages>(); return true;
-    default: return false;
+    case 0:
+      visitor.template run<tiles[0].queries, tiles[0].keys, tiles[0].warps, tiles[0].stages>();
+      return true;
+    case 1:
+      if constexpr (kFlashCompiledTiles > 1) {
+        visitor.template run<tiles[1].queries, tiles[1].keys, tiles[1].warps, tiles[1].stages>();
+        return true;
+      }
+      return false;
+    case 2:
+      if constexpr (kFlashCompiledTiles > 2) {
+        visitor.template run<tiles[2].queries, tiles[2].keys, tiles[2].warps, tiles[2].stages>();
+        return true;
+      }
+      return false;
+    case 3:
+      if constexpr (kFlashCompiledTiles > 3) {
+        visitor.template run<tiles[3].queries, tiles[3].keys, tiles[3].warps, tiles[3].stages>();
+        return true;
+      }
+      return false;
+    default:
+      return false;
   }
 }
 
@@ -101,18 +166,36 @@ EMBER_ATTENTION_HOST_DEVICE constexpr FlashForwardPlan flash_forward_plan(int he
   return plan;
 }
 
-// The operands' addresses, which the rule checks for cp.async's 16-byte copies.
+// Byte offsets of the backward's buffers: the block's k and v tiles (keys x head_dim), `stages`
+// q and grad_out tiles (queries x head_dim), and dS^T (keys x queries), all 16-bit and swizzled.
+struct FlashBackwardPlan {
+  size_t k = 0, v = 0, q = 0, grad_out = 0, grad_scores = 0, bytes = 0;
+};
+
+EMBER_ATTENTION_HOST_DEVICE constexpr FlashBackwardPlan flash_backward_plan(int head_dim, const FlashTile& tile) {
+  FlashBackwardPlan plan;
+  plan.k = 0;
+  plan.v = plan.k + size_t(tile.keys) * head_dim * 2;
+  plan.q = plan.v + size_t(tile.keys) * head_dim * 2;
+  plan.grad_out = plan.q + size_t(tile.stages) * tile.queries * head_dim * 2;
+  plan.grad_scores = plan.grad_out + size_t(tile.stages) * tile.queries * head_dim * 2;
+  plan.bytes = plan.grad_scores + size_t(tile.keys) * tile.queries * 2;
+  return plan;
+}
+
+// The operands' addresses, which the rule checks for cp.async's 16-byte copies (grad_out: the
+// backward's; 0 for the forward).
 struct FlashOperands {
-  uintptr_t q = 0, k = 0, v = 0;
+  uintptr_t q = 0, k = 0, v = 0, grad_out = 0;
 };
 
 // Whether q, k and v can be copied 16 bytes at a time: unit column stride, and every row and
 // batch stride and the start 16-byte aligned (8 elements). Heads split off a projection as views
 // are (their strides are multiples of the head dim).
 inline bool flash_operands_aligned(const AttentionLayout& layout, const FlashOperands& operands) {
-  const int operand_of[3] = {kAttentionQ, kAttentionK, kAttentionV};
-  const uintptr_t address_of[3] = {operands.q, operands.k, operands.v};
-  for (int o = 0; o < 3; ++o) {
+  const int operand_of[4] = {kAttentionQ, kAttentionK, kAttentionV, kAttentionGradOut};
+  const uintptr_t address_of[4] = {operands.q, operands.k, operands.v, operands.grad_out};
+  for (int o = 0; o < (operands.grad_out != 0 ? 4 : 3); ++o) {
     const int operand = operand_of[o];
     if (address_of[o] % 16 != 0 || layout.col_stride[operand] != 1 || layout.row_stride[operand] % 8 != 0) {
       return false;
@@ -129,22 +212,60 @@ inline bool flash_operands_aligned(const AttentionLayout& layout, const FlashOpe
 // path not switched off (EMBER_ATTENTION_FLASH=0). Otherwise the WMMA path or the float32-tile
 // kernel runs (attention_uses_tensor_cores). The log-sum-exp it writes is the one the other
 // paths write, so any backward can follow it.
-inline bool attention_uses_flash_forward(bool sixteen_bit, const AttentionLayout& layout,
-                                         const FlashOperands& operands, int compute_capability,
-                                         int64_t shared_memory_per_block, const FlashTile& tile, bool allowed) {
+inline bool attention_uses_flash_forward(bool sixteen_bit, const AttentionLayout& layout, const FlashOperands& operands,
+                                         int compute_capability, int64_t shared_memory_per_block, const FlashTile& tile,
+                                         bool allowed) {
   if (!allowed || !sixteen_bit || compute_capability < 80) return false;
   const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
   if (head_dim == 0 || !flash_operands_aligned(layout, operands)) return false;
   return static_cast<int64_t>(flash_forward_plan(head_dim, tile).bytes) <= shared_memory_per_block;
 }
 
-// Whether the mma.sync forward may be taken (EMBER_ATTENTION_FLASH: unset or anything but "0"
-// allows it), and which tile of its list runs (EMBER_ATTENTION_FLASH_TILE, default 0): read once
-// at the first call, unless set since. Defined with the launcher (cuda/attention/flash_attention.cu);
-// the setters are for benchmarks that compare paths and tiles in one process.
+// The backward's rule: the forward's, for its own tile and plan, with grad_out aligned too.
+inline bool attention_uses_flash_backward(bool sixteen_bit, const AttentionLayout& layout,
+                                          const FlashOperands& operands, int compute_capability,
+                                          int64_t shared_memory_per_block, const FlashTile& tile, bool allowed) {
+  if (!allowed || !sixteen_bit || compute_capability < 80 || operands.grad_out == 0) return false;
+  const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
+  if (head_dim == 0 || !flash_operands_aligned(layout, operands)) return false;
+  return static_cast<int64_t>(flash_backward_plan(head_dim, tile).bytes) <= shared_memory_per_block;
+}
+
+// Whether the mma.sync kernels may be taken (EMBER_ATTENTION_FLASH: unset or anything but "0"
+// allows them), and which tile of each list runs (EMBER_ATTENTION_FLASH_TILE and
+// EMBER_ATTENTION_FLASH_BACKWARD_TILE, default 0): read once at the first call, unless set
+// since. Defined with the launchers (cuda/attention/flash_attention.cu); the setters are for
+// benchmarks that compare paths and tiles in one process.
 bool attention_flash_allowed();
 void set_attention_flash_allowed(bool allowed);
 int flash_forward_tile_choice();
 void set_flash_forward_tile_choice(int index);
+int flash_backward_tile_choice();
+void set_flash_backward_tile_choice(int index);
+
+// Allows or forbids the mma.sync kernels, with the given tiles, for the scope's lifetime, then
+// restores the settings (for the GPU suites, which run each path in one process).
+class AttentionFlashScope {
+ public:
+  explicit AttentionFlashScope(bool allowed, int forward_tile = 0, int backward_tile = 0)
+      : allowed_(attention_flash_allowed()),
+        forward_tile_(flash_forward_tile_choice()),
+        backward_tile_(flash_backward_tile_choice()) {
+    set_attention_flash_allowed(allowed);
+    set_flash_forward_tile_choice(forward_tile);
+    set_flash_backward_tile_choice(backward_tile);
+  }
+  ~AttentionFlashScope() {
+    set_attention_flash_allowed(allowed_);
+    set_flash_forward_tile_choice(forward_tile_);
+    set_flash_backward_tile_choice(backward_tile_);
+  }
+  AttentionFlashScope(const AttentionFlashScope&) = delete;
+  AttentionFlashScope& operator=(const AttentionFlashScope&) = delete;
+
+ private:
+  bool allowed_;
+  int forward_tile_, backward_tile_;
+};
 
 }  // namespace ember::cuda

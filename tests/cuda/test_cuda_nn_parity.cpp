@@ -9,6 +9,7 @@
 
 #include "core/ops/grad_unscale.h"
 #include "cuda/attention/attention_tensor_core_plan.h"
+#include "cuda/attention/flash_attention_plan.h"
 #include "helpers.h"
 #include "op_parity.h"
 
@@ -767,6 +768,21 @@ void check_tensor_core_attention(const std::function<Tensor(const std::vector<Te
                        kTensorCoreForwardRoundings);
 }
 
+// Each tensor-core path: the mma.sync kernels (cuda/attention/flash_attention_forward.cuh and
+// _backward.cuh, with the same roundings as WMMA's) with each tile shape the build compiled, for the
+// operands cp.async can copy (the others fall to WMMA within the same run), then the WMMA path
+// alone (EMBER_ATTENTION_FLASH=0).
+struct TensorCorePath {
+  bool flash;
+  int tile;
+};
+std::vector<TensorCorePath> tensor_core_paths() {
+  std::vector<TensorCorePath> paths;
+  for (int tile = 0; tile < ember::cuda::kFlashCompiledTiles; ++tile) paths.push_back({true, tile});
+  paths.push_back({false, 0});
+  return paths;
+}
+
 TEST_CASE("fused CUDA attention on tensor cores matches the CPU in bfloat16 and float16") {
   const uint64_t seed = seed_fresh();
   INFO("seed " << seed);
@@ -774,54 +790,58 @@ TEST_CASE("fused CUDA attention on tensor cores matches the CPU in bfloat16 and 
   const auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
     return fused_attention(options, dropout_seed);
   };
-  for (const DType dtype : kHalfDTypes) {
-    // Each head dim, with L != S and neither a multiple of the 64-row tiles.
-    for (const int64_t head_dim : {16, 32, 64, 128}) {
-      INFO("head dim " << head_dim);
-      check_tensor_core_attention(attention({}),
-                                  {leaf({2, 2, 70, head_dim}), leaf({2, 2, 130, head_dim}), leaf({2, 2, 130, head_dim})},
-                                  dtype, "L 70, S 130");
+  for (const TensorCorePath path : tensor_core_paths()) {
+    INFO((path.flash ? "mma.sync kernels, tile " : "WMMA path ") << path.tile);
+    const ember::cuda::AttentionFlashScope flash(path.flash, path.tile, path.tile);
+    for (const DType dtype : kHalfDTypes) {
+      // Each head dim, with L != S and neither a multiple of the 64-row tiles.
+      for (const int64_t head_dim : {16, 32, 64, 128}) {
+        INFO("head dim " << head_dim);
+        check_tensor_core_attention(
+            attention({}), {leaf({2, 2, 70, head_dim}), leaf({2, 2, 130, head_dim}), leaf({2, 2, 130, head_dim})},
+            dtype, "L 70, S 130");
+        check_tensor_core_attention(attention({.is_causal = true}),
+                                    {leaf({3, 150, head_dim}), leaf({3, 100, head_dim}), leaf({3, 100, head_dim})},
+                                    dtype, "causal, L 150 > S 100");
+      }
+      // E != Ev, each padded to the compiled head dim (64, then 128); 20 and 36 are not multiples
+      // of 8, so their rows are loaded element by element.
       check_tensor_core_attention(attention({.is_causal = true}),
-                                  {leaf({3, 150, head_dim}), leaf({3, 100, head_dim}), leaf({3, 100, head_dim})}, dtype,
-                                  "causal, L 150 > S 100");
+                                  {leaf({3, 70, 32}), leaf({3, 140, 32}), leaf({3, 140, 48})}, dtype,
+                                  "causal, L 70 < S 140, E 32, Ev 48");
+      check_tensor_core_attention(attention({}), {leaf({2, 65, 20}), leaf({2, 77, 20}), leaf({2, 77, 36})}, dtype,
+                                  "E 20, Ev 36");
+      check_tensor_core_attention(attention({}), {leaf({2, 65, 80}), leaf({2, 129, 80}), leaf({2, 129, 112})}, dtype,
+                                  "E 80, Ev 112");
+      // Heads split off a projection (row stride 3 H E); q read through a transpose (column stride L).
+      check_tensor_core_attention(causal_attention_of_projection(4, 64), {leaf({4, 96, 3 * 4 * 64})}, dtype,
+                                  "heads split off a projection");
+      check_tensor_core_attention(
+          [](const std::vector<Tensor>& in) {
+            return scaled_dot_product_attention(transpose(in[0], 1, 2), in[1], in[2]);
+          },
+          {leaf({2, 64, 90}), leaf({2, 100, 64}), leaf({2, 100, 64})}, dtype, "q transposed");
+      // Masks, dropout, a sequence with no key at all (NaN rows, zero gradients through the mask).
+      const Tensor padding = logical_not(
+          logical_and(eq(arange(2.0).view({2, 1, 1, 1}), 1.0), ge(arange(100.0).view({1, 1, 1, 100}), 37.0)));
+      const std::vector<Tensor> inputs{leaf({2, 3, 90, 64}), leaf({2, 3, 100, 64}), leaf({2, 3, 100, 64})};
+      check_tensor_core_attention(attention({.attn_mask = padding}), inputs, dtype, "bool padding mask");
+      check_tensor_core_attention(attention({.attn_mask = randn({90, 100}).to(dtype).to(kFloat32)}), inputs, dtype,
+                                  "additive mask broadcast over the batch");
+      check_tensor_core_attention(attention({.attn_mask = randn({2, 1, 90, 100}).to(dtype).to(kFloat32)}), inputs,
+                                  dtype, "additive mask broadcast over the heads");
+      check_tensor_core_attention(attention({.dropout_p = 0.2}, seed + 1), inputs, dtype, "dropout");
+      check_tensor_core_attention(attention({.dropout_p = 0.3, .is_causal = true}, seed + 2), inputs, dtype,
+                                  "dropout and causal");
+      const Tensor no_key = expand(logical_not(eq(arange(2.0).view({2, 1, 1, 1}), 1.0)), {2, 1, 1, 100});
+      check_tensor_core_attention(attention({.attn_mask = no_key}), inputs, dtype, "a sequence with no key");
+      // Backward with some gradients not wanted (null in the kernel): v's only, then q's only.
+      check_tensor_core_attention(attention({.is_causal = true}),
+                                  {randn({2, 130, 64}), randn({2, 150, 64}), leaf({2, 150, 64})}, dtype,
+                                  "only v requires grad");
+      check_tensor_core_attention(attention({}), {leaf({2, 130, 64}), randn({2, 150, 64}), randn({2, 150, 64})}, dtype,
+                                  "only q requires grad");
     }
-    // E != Ev, each padded to the compiled head dim (64, then 128); 20 and 36 are not multiples
-    // of 8, so their rows are loaded element by element.
-    check_tensor_core_attention(attention({.is_causal = true}),
-                                {leaf({3, 70, 32}), leaf({3, 140, 32}), leaf({3, 140, 48})}, dtype,
-                                "causal, L 70 < S 140, E 32, Ev 48");
-    check_tensor_core_attention(attention({}), {leaf({2, 65, 20}), leaf({2, 77, 20}), leaf({2, 77, 36})}, dtype,
-                                "E 20, Ev 36");
-    check_tensor_core_attention(attention({}), {leaf({2, 65, 80}), leaf({2, 129, 80}), leaf({2, 129, 112})}, dtype,
-                                "E 80, Ev 112");
-    // Heads split off a projection (row stride 3 H E); q read through a transpose (column stride L).
-    check_tensor_core_attention(causal_attention_of_projection(4, 64), {leaf({4, 96, 3 * 4 * 64})}, dtype,
-                                "heads split off a projection");
-    check_tensor_core_attention(
-        [](const std::vector<Tensor>& in) {
-          return scaled_dot_product_attention(transpose(in[0], 1, 2), in[1], in[2]);
-        },
-        {leaf({2, 64, 90}), leaf({2, 100, 64}), leaf({2, 100, 64})}, dtype, "q transposed");
-    // Masks, dropout, a sequence with no key at all (NaN rows, zero gradients through the mask).
-    const Tensor padding = logical_not(
-        logical_and(eq(arange(2.0).view({2, 1, 1, 1}), 1.0), ge(arange(100.0).view({1, 1, 1, 100}), 37.0)));
-    const std::vector<Tensor> inputs{leaf({2, 3, 90, 64}), leaf({2, 3, 100, 64}), leaf({2, 3, 100, 64})};
-    check_tensor_core_attention(attention({.attn_mask = padding}), inputs, dtype, "bool padding mask");
-    check_tensor_core_attention(attention({.attn_mask = randn({90, 100}).to(dtype).to(kFloat32)}), inputs, dtype,
-                                "additive mask broadcast over the batch");
-    check_tensor_core_attention(attention({.attn_mask = randn({2, 1, 90, 100}).to(dtype).to(kFloat32)}), inputs,
-                                dtype, "additive mask broadcast over the heads");
-    check_tensor_core_attention(attention({.dropout_p = 0.2}, seed + 1), inputs, dtype, "dropout");
-    check_tensor_core_attention(attention({.dropout_p = 0.3, .is_causal = true}, seed + 2), inputs, dtype,
-                                "dropout and causal");
-    const Tensor no_key = expand(logical_not(eq(arange(2.0).view({2, 1, 1, 1}), 1.0)), {2, 1, 1, 100});
-    check_tensor_core_attention(attention({.attn_mask = no_key}), inputs, dtype, "a sequence with no key");
-    // Backward with some gradients not wanted (null in the kernel): v's only, then q's only.
-    check_tensor_core_attention(attention({.is_causal = true}),
-                                {randn({2, 130, 64}), randn({2, 150, 64}), leaf({2, 150, 64})}, dtype,
-                                "only v requires grad");
-    check_tensor_core_attention(attention({}), {leaf({2, 130, 64}), randn({2, 150, 64}), randn({2, 150, 64})}, dtype,
-                                "only q requires grad");
   }
 }
 

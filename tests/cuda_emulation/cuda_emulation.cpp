@@ -56,10 +56,14 @@ enum class Collective { kSyncWarp, kShuffle, kMma, kLdmatrix };
 
 const char* collective_name(Collective kind) {
   switch (kind) {
-    case Collective::kSyncWarp: return "__syncwarp";
-    case Collective::kShuffle: return "__shfl_xor_sync";
-    case Collective::kMma: return "mma.sync.m16n8k16";
-    case Collective::kLdmatrix: return "ldmatrix";
+    case Collective::kSyncWarp:
+      return "__syncwarp";
+    case Collective::kShuffle:
+      return "__shfl_xor_sync";
+    case Collective::kMma:
+      return "mma.sync.m16n8k16";
+    case Collective::kLdmatrix:
+      return "ldmatrix";
   }
   return "?";
 }
@@ -115,9 +119,9 @@ void yield() { swapcontext(&g_current->context, &g_scheduler); }
 // Stops the launch: the scheduler throws the message and never resumes this fiber.
 [[noreturn]] void fail(const std::string& message) {
   Fiber& fiber = current("fail");
-  g_block->error = fmt::format("block ({}, {}, {}), thread {} (warp {}, lane {}): {}", g_block->index.x,
-                               g_block->index.y, g_block->index.z, fiber.id, fiber.id / kWarpSize,
-                               fiber.id % kWarpSize, message);
+  g_block->error =
+      fmt::format("block ({}, {}, {}), thread {} (warp {}, lane {}): {}", g_block->index.x, g_block->index.y,
+                  g_block->index.z, fiber.id, fiber.id / kWarpSize, fiber.id % kWarpSize, message);
   fiber.waiting = Waiting::kReturned;
   yield();
   std::abort();  // never reached: a failed fiber is not resumed
@@ -153,15 +157,17 @@ void record_read(size_t offset, size_t bytes, int me, const char* what) {
       fail(fmt::format("{} reads shared offset {}, which nothing has written", what, at));
     }
     if (byte.state == ByteState::kPending) {
-      fail(fmt::format("{} reads shared offset {} before the cp.async of thread {} writing it has landed "
-                       "(cp.async.wait_group)",
-                       what, at, byte.writer));
+      fail(
+          fmt::format("{} reads shared offset {} before the cp.async of thread {} writing it has landed "
+                      "(cp.async.wait_group)",
+                      what, at, byte.writer));
     }
     if (byte.write_epoch == g_block->epoch && byte.writer != me &&
         !same_warp_synced(byte.writer, byte.writer_warp_epoch, me)) {
-      fail(fmt::format("{} reads shared offset {}, written by thread {} in the same barrier interval (a race: "
-                       "no __syncthreads between them)",
-                       what, at, byte.writer));
+      fail(
+          fmt::format("{} reads shared offset {}, written by thread {} in the same barrier interval (a race: "
+                      "no __syncthreads between them)",
+                      what, at, byte.writer));
     }
     if (byte.read_epoch == g_block->epoch && byte.reader != me) {
       byte.reader = -2;
@@ -188,9 +194,10 @@ void check_write(size_t offset, size_t bytes, int me, const char* what) {
     }
     if (byte.read_epoch == g_block->epoch && byte.reader != me &&
         (byte.reader == -2 || !same_warp_synced(byte.reader, byte.reader_warp_epoch, me))) {
-      fail(fmt::format("{} to shared offset {}, which {} read in the same barrier interval (a race: no "
-                       "__syncthreads between them)",
-                       what, at, byte.reader == -2 ? std::string("other threads") : fmt::format("thread {}", byte.reader)));
+      fail(fmt::format(
+          "{} to shared offset {}, which {} read in the same barrier interval (a race: no "
+          "__syncthreads between them)",
+          what, at, byte.reader == -2 ? std::string("other threads") : fmt::format("thread {}", byte.reader)));
     }
   }
 }
@@ -298,21 +305,26 @@ void complete(Collective kind) {
   if (++warp.arrived == kWarpSize) {
     for (int lane = 0; lane < kWarpSize; ++lane) {
       if (warp.lanes[lane].kind != kind || warp.lanes[lane].variant != warp.lanes[0].variant) {
-        fail(fmt::format("warp {} diverged: lane {} is at {} while lane {} is at {} (another form of it)",
-                         warp_index, lane, collective_name(warp.lanes[lane].kind), fiber.id % kWarpSize,
-                         collective_name(kind)));
+        fail(fmt::format("warp {} diverged: lane {} is at {} while lane {} is at {} (another form of it)", warp_index,
+                         lane, collective_name(warp.lanes[lane].kind), fiber.id % kWarpSize, collective_name(kind)));
       }
     }
     switch (kind) {
-      case Collective::kSyncWarp: ++warp.epoch; break;
+      case Collective::kSyncWarp:
+        ++warp.epoch;
+        break;
       case Collective::kShuffle:
         for (int lane = 0; lane < kWarpSize; ++lane) {
           const int source = lane ^ warp.lanes[lane].lane_mask;
           warp.lanes[lane].shuffled = source < kWarpSize ? warp.lanes[source].value : warp.lanes[lane].value;
         }
         break;
-      case Collective::kMma: run_mma(warp); break;
-      case Collective::kLdmatrix: run_ldmatrix(warp, warp_index); break;
+      case Collective::kMma:
+        run_mma(warp);
+        break;
+      case Collective::kLdmatrix:
+        run_ldmatrix(warp, warp_index);
+        break;
     }
     warp.arrived = 0;
     for (int lane = 0; lane < kWarpSize; ++lane) {
@@ -344,9 +356,10 @@ std::string stall_reason(const std::vector<Fiber>& fibers) {
     return fmt::format("thread {} waits at {} for lanes of its warp that never reach it ({} of 32 arrived)",
                        first_at_warp, collective_name(warp.lanes[first_at_warp % kWarpSize].kind), warp.arrived);
   }
-  return fmt::format("{} threads wait at __syncthreads while {} have returned: every thread of the block must "
-                     "reach each __syncthreads",
-                     at_barrier, returned);
+  return fmt::format(
+      "{} threads wait at __syncthreads while {} have returned: every thread of the block must "
+      "reach each __syncthreads",
+      at_barrier, returned);
 }
 
 void run_block(Block& block, std::vector<Fiber>& fibers, std::vector<std::unique_ptr<char[]>>& stacks) {
@@ -443,6 +456,14 @@ float shuffle_xor(unsigned int mask, float value, int lane_mask) {
   return slot.shuffled;
 }
 
+float atomic_add(float* address, float value) {
+  current("atomicAdd");
+  const float old = *address;
+  *address = old + value;
+  maybe_yield();
+  return old;
+}
+
 void register_global_region(const void* begin, size_t bytes) {
   g_regions.emplace_back(static_cast<const unsigned char*>(begin), bytes);
 }
@@ -454,9 +475,10 @@ void launch(dim3 grid, dim3 block_shape, size_t shared_bytes, const std::functio
             uint64_t interleaving_seed) {
   const size_t threads = size_t(block_shape.x) * block_shape.y * block_shape.z;
   if (threads == 0 || threads % kWarpSize != 0 || threads > 1024) {
-    throw std::runtime_error(fmt::format("cuda_emulation: a block of {} threads (the emulation runs whole warps, "
-                                         "up to 1024 threads)",
-                                         threads));
+    throw std::runtime_error(
+        fmt::format("cuda_emulation: a block of {} threads (the emulation runs whole warps, "
+                    "up to 1024 threads)",
+                    threads));
   }
   g_counts = LaunchCounts{};
   g_body = &thread_body;
@@ -556,12 +578,12 @@ void cp_async_16(void* shared, const void* global, int source_bytes) {
       cuda_emulation::fail("cp.async source is not 16-byte aligned");
     }
     if (!cuda_emulation::g_regions.empty()) {
-      const bool inside = std::any_of(cuda_emulation::g_regions.begin(), cuda_emulation::g_regions.end(),
-                                      [&](const auto& region) {
-                                        return source >= region.first &&
-                                               source + source_bytes <= region.first + region.second;
-                                      });
-      if (!inside) cuda_emulation::fail(fmt::format("cp.async reads {} bytes outside every global buffer", source_bytes));
+      const bool inside =
+          std::any_of(cuda_emulation::g_regions.begin(), cuda_emulation::g_regions.end(), [&](const auto& region) {
+            return source >= region.first && source + source_bytes <= region.first + region.second;
+          });
+      if (!inside)
+        cuda_emulation::fail(fmt::format("cp.async reads {} bytes outside every global buffer", source_bytes));
     }
     std::memcpy(copy.data, source, static_cast<size_t>(source_bytes));
   }
@@ -573,6 +595,22 @@ void cp_async_16(void* shared, const void* global, int source_bytes) {
   }
   std::memset(shared, 0xFF, 16);  // poisoned until it lands
   fiber.copies.push_back(copy);
+  cuda_emulation::maybe_yield();
+}
+
+void store_shared_32(void* shared, uint32_t value) {
+  cuda_emulation::Fiber& fiber = cuda_emulation::current("shared store");
+  const size_t offset = cuda_emulation::shared_offset(shared, 4, 4, "shared store");
+  cuda_emulation::check_write(offset, 4, fiber.id, "shared store");
+  std::memcpy(shared, &value, 4);
+  const int64_t warp_epoch = g_block->warps[fiber.id / cuda_emulation::kWarpSize].epoch;
+  for (size_t at = offset; at < offset + 4; ++at) {
+    cuda_emulation::ByteRecord& byte = g_block->records[at];
+    byte.state = cuda_emulation::ByteState::kWritten;
+    byte.writer = fiber.id;
+    byte.write_epoch = g_block->epoch;
+    byte.writer_warp_epoch = warp_epoch;
+  }
   cuda_emulation::maybe_yield();
 }
 

@@ -110,6 +110,10 @@ struct LaunchCounts {
 };
 LaunchCounts last_launch_counts();
 
+// Fibers run one at a time, so an addition to global memory is atomic as it stands; the switch
+// after it lets other threads' additions interleave.
+float atomic_add(float* address, float value);
+
 }  // namespace ember::cuda_emulation
 
 #define threadIdx (::ember::cuda_emulation::thread_index())
@@ -122,6 +126,8 @@ inline void __syncwarp(unsigned int mask = 0xffffffffu) { ::ember::cuda_emulatio
 inline float __shfl_xor_sync(unsigned int mask, float value, int lane_mask) {
   return ::ember::cuda_emulation::shuffle_xor(mask, value, lane_mask);
 }
+
+inline float atomicAdd(float* address, float value) { return ::ember::cuda_emulation::atomic_add(address, value); }
 
 // The tensor-core instructions, under the names cuda/common/tensor_core_ops.cuh gives their
 // inline-PTX versions, so the kernels call the same functions on either side.
@@ -144,6 +150,8 @@ template <int Pending>
 inline void cp_async_wait() {
   cp_async_wait_pending(Pending);
 }
+// A thread's own 4-byte store to shared memory, checked as cp.async's are (and visible at once).
+void store_shared_32(void* shared, uint32_t value);
 inline unsigned char* dynamic_shared_memory() { return ::ember::cuda_emulation::dynamic_shared_memory(); }
 
 }  // namespace ember::cuda

@@ -1,13 +1,17 @@
-// cuda/attention/flash_attention_forward.cuh compiled as C++ against the CPU emulation, and
-// launched as cuda/attention/flash_attention.cu launches it.
+// cuda/attention/flash_attention_forward.cuh and flash_attention_backward.cuh compiled as C++ against
+// the CPU emulation, and launched as cuda/attention/flash_attention.cu launches them.
+// Every tile shape of the lists, as the GPU check's build compiles them (the emulation's g++ build
+// of them takes seconds).
+#define EMBER_ATTENTION_TILE_SWEEP 1
 #include "tests/cuda_emulation/cuda_emulation.h"
 // The emulation first: the kernel's headers then see its keywords, built-ins and 16-bit types.
-#include "cuda/attention/flash_attention_forward.cuh"
-#include "tests/cuda_emulation/emulated_kernels.h"
-
 #include <fmt/format.h>
 
 #include <stdexcept>
+
+#include "cuda/attention/flash_attention_backward.cuh"
+#include "cuda/attention/flash_attention_forward.cuh"
+#include "tests/cuda_emulation/emulated_kernels.h"
 
 namespace ember::cuda_emulation {
 namespace {
@@ -27,11 +31,16 @@ cuda::AttentionPointers<T> pointers_of(const AttentionCall& call) {
   args.dropout_keep_scale = call.dropout_keep_scale;
   args.dropout_state = call.dropout_state;
   args.log_sum_exp = call.log_sum_exp;
+  args.grad_out = static_cast<const T*>(call.grad_out);
+  args.grad_q = call.grad_q;
+  args.grad_k = static_cast<T*>(call.grad_k);
+  args.grad_v = static_cast<T*>(call.grad_v);
+  args.out_dot_grad = call.out_dot_grad;
   return args;
 }
 
-// Launches the kernel for one tile as cuda/attention/flash_attention.cu does.
-template <class T, int D>
+// Launches the kernel of one pass for one tile as cuda/attention/flash_attention.cu does.
+template <class T, int D, cuda::FlashPass Pass>
 struct TileLaunch {
   const cuda::AttentionLayout& layout;
   const AttentionCall& call;
@@ -42,17 +51,42 @@ struct TileLaunch {
   void run() const {
     constexpr cuda::FlashTile tile{Queries, Keys, Warps, Stages};
     const cuda::AttentionPointers<T> args = pointers_of<T>(call);
-    const dim3 grid(static_cast<unsigned int>((layout.target_length + Queries - 1) / Queries), matrix_blocks, 1);
-    launch(grid, dim3(cuda::flash_tile_threads(tile)), cuda::flash_forward_plan(D, tile).bytes,
-           [&] { cuda::flash_attention_forward<T, D, Queries, Keys, Warps, Stages>(layout, args); }, seed);
+    if constexpr (Pass == cuda::FlashPass::kForward) {
+      const dim3 grid(static_cast<unsigned int>((layout.target_length + Queries - 1) / Queries), matrix_blocks, 1);
+      launch(
+          grid, dim3(cuda::flash_tile_threads(tile)), cuda::flash_forward_plan(D, tile).bytes,
+          [&] { cuda::flash_attention_forward<T, D, Queries, Keys, Warps, Stages>(layout, args); }, seed);
+    } else {
+      const dim3 grid(static_cast<unsigned int>((layout.source_length + Keys - 1) / Keys), matrix_blocks, 1);
+      launch(
+          grid, dim3(cuda::flash_tile_threads(tile)), cuda::flash_backward_plan(D, tile).bytes,
+          [&] { cuda::flash_attention_backward<T, D, Queries, Keys, Warps, Stages>(layout, args); }, seed);
+    }
   }
 };
 
-template <class T, int D>
+template <cuda::FlashPass Pass, class T, int D>
 void run_head_dim(int tile_index, const cuda::AttentionLayout& layout, const AttentionCall& call, uint64_t seed,
                   unsigned int matrix_blocks) {
-  if (!cuda::visit_flash_tile<D>(tile_index, TileLaunch<T, D>{layout, call, seed, matrix_blocks})) {
+  if (!cuda::visit_flash_tile<D, Pass>(tile_index, TileLaunch<T, D, Pass>{layout, call, seed, matrix_blocks})) {
     throw std::runtime_error(fmt::format("no flash attention tile {}", tile_index));
+  }
+}
+
+template <cuda::FlashPass Pass>
+void run_pass(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
+              const AttentionCall& call, uint64_t seed, unsigned int matrix_blocks) {
+  if (head_dim != 64 && head_dim != 128) throw std::runtime_error("head dim 64 or 128");
+  if (float16) {
+    if (head_dim == 64)
+      run_head_dim<Pass, __half, 64>(tile_index, layout, call, seed, matrix_blocks);
+    else
+      run_head_dim<Pass, __half, 128>(tile_index, layout, call, seed, matrix_blocks);
+  } else {
+    if (head_dim == 64)
+      run_head_dim<Pass, __nv_bfloat16, 64>(tile_index, layout, call, seed, matrix_blocks);
+    else
+      run_head_dim<Pass, __nv_bfloat16, 128>(tile_index, layout, call, seed, matrix_blocks);
   }
 }
 
@@ -60,14 +94,12 @@ void run_head_dim(int tile_index, const cuda::AttentionLayout& layout, const Att
 
 void run_flash_attention_forward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
                                  const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks) {
-  if (head_dim != 64 && head_dim != 128) throw std::runtime_error("head dim 64 or 128");
-  if (float16) {
-    if (head_dim == 64) run_head_dim<__half, 64>(tile_index, layout, call, interleaving_seed, matrix_blocks);
-    else run_head_dim<__half, 128>(tile_index, layout, call, interleaving_seed, matrix_blocks);
-  } else {
-    if (head_dim == 64) run_head_dim<__nv_bfloat16, 64>(tile_index, layout, call, interleaving_seed, matrix_blocks);
-    else run_head_dim<__nv_bfloat16, 128>(tile_index, layout, call, interleaving_seed, matrix_blocks);
-  }
+  run_pass<cuda::FlashPass::kForward>(float16, head_dim, tile_index, layout, call, interleaving_seed, matrix_blocks);
+}
+
+void run_flash_attention_backward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
+                                  const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks) {
+  run_pass<cuda::FlashPass::kBackward>(float16, head_dim, tile_index, layout, call, interleaving_seed, matrix_blocks);
 }
 
 }  // namespace ember::cuda_emulation

@@ -26,6 +26,12 @@ struct AttentionCall {
   float dropout_keep_scale = 1;
   PhiloxState dropout_state;
   float* log_sum_exp = nullptr;
+  // The backward's (each gradient may be null):
+  const void* grad_out = nullptr;
+  float* grad_q = nullptr;  // float32, laid out as grad_q, added into
+  void* grad_k = nullptr;
+  void* grad_v = nullptr;
+  float* out_dot_grad = nullptr;  // rowsum(grad_out * out), [matrices, L]
 };
 
 // The global buffers cp.async may read (cuda_emulation.h declares them too).
@@ -38,5 +44,10 @@ void clear_global_regions();
 // bfloat16). Throws std::runtime_error for any violation the emulation finds.
 void run_flash_attention_forward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
                                  const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks);
+
+// The same for cuda/attention/flash_attention_backward.cuh (tile `tile_index` of
+// kFlashBackwardTiles64 / 128; the grid over key blocks and matrices).
+void run_flash_attention_backward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
+                                  const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks);
 
 }  // namespace ember::cuda_emulation

@@ -3,8 +3,6 @@
 // a copy lands, barriers some threads never reach, accesses outside shared memory).
 #include "tests/cuda_emulation/cuda_emulation.h"
 // The emulation's macros are visible from here on: this file holds only kernels and their tests.
-#include "cuda/common/tensor_core_ops.cuh"
-
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -12,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "cuda/common/tensor_core_ops.cuh"
 
 namespace {
 
@@ -56,28 +56,31 @@ std::vector<float> product_on_tensor_cores(const std::vector<BFloat16>& a, const
                                            bool b_transposed_in_memory, uint64_t seed) {
   // Shared memory: A at 0 (512 bytes), B at 512 (256 bytes).
   std::vector<float> d(16 * 8, -1.0f);
-  launch(dim3(1), dim3(32), 768, [&] {
-    copy_into_shared(a.data(), 512, 0, 32);
-    copy_into_shared(b_by_rows.data(), 256, 512, 32);
-    const int lane = threadIdx.x;
-    const auto* a_tile = reinterpret_cast<const BFloat16*>(cuda::dynamic_shared_memory());
-    const auto* b_tile = reinterpret_cast<const BFloat16*>(cuda::dynamic_shared_memory() + 512);
-    uint32_t a_fragment[4];
-    cuda::ldmatrix_x4(a_fragment, a_tile + ((lane % 8) + ((lane / 8) % 2) * 8) * 16 + (lane / 16) * 8);
-    uint32_t b_fragment[2];
-    if (b_transposed_in_memory) {
-      // B^T [n][k]: matrix 0 = k 0-7, matrix 1 = k 8-15 of the 8 rows n.
-      cuda::ldmatrix_x2(b_fragment, b_tile + (lane % 8) * 16 + ((lane / 8) % 2) * 8);
-    } else {
-      // B [k][n]: matrix 0 = rows k 0-7, matrix 1 = rows k 8-15, transposed on the way.
-      cuda::ldmatrix_x2(b_fragment, b_tile + (lane % 16) * 8, true);
-    }
-    const float zero[4] = {0, 0, 0, 0};
-    float result[4];
-    cuda::mma_m16n8k16_bf16(result, a_fragment, b_fragment, zero);
-    const int g = lane / 4, t = lane % 4;
-    for (int e = 0; e < 4; ++e) d[(g + 8 * (e / 2)) * 8 + 2 * t + e % 2] = result[e];
-  }, seed);
+  launch(
+      dim3(1), dim3(32), 768,
+      [&] {
+        copy_into_shared(a.data(), 512, 0, 32);
+        copy_into_shared(b_by_rows.data(), 256, 512, 32);
+        const int lane = threadIdx.x;
+        const auto* a_tile = reinterpret_cast<const BFloat16*>(cuda::dynamic_shared_memory());
+        const auto* b_tile = reinterpret_cast<const BFloat16*>(cuda::dynamic_shared_memory() + 512);
+        uint32_t a_fragment[4];
+        cuda::ldmatrix_x4(a_fragment, a_tile + ((lane % 8) + ((lane / 8) % 2) * 8) * 16 + (lane / 16) * 8);
+        uint32_t b_fragment[2];
+        if (b_transposed_in_memory) {
+          // B^T [n][k]: matrix 0 = k 0-7, matrix 1 = k 8-15 of the 8 rows n.
+          cuda::ldmatrix_x2(b_fragment, b_tile + (lane % 8) * 16 + ((lane / 8) % 2) * 8);
+        } else {
+          // B [k][n]: matrix 0 = rows k 0-7, matrix 1 = rows k 8-15, transposed on the way.
+          cuda::ldmatrix_x2(b_fragment, b_tile + (lane % 16) * 8, true);
+        }
+        const float zero[4] = {0, 0, 0, 0};
+        float result[4];
+        cuda::mma_m16n8k16_bf16(result, a_fragment, b_fragment, zero);
+        const int g = lane / 4, t = lane % 4;
+        for (int e = 0; e < 4; ++e) d[(g + 8 * (e / 2)) * 8 + 2 * t + e % 2] = result[e];
+      },
+      seed);
   return d;
 }
 
@@ -143,13 +146,16 @@ TEST_CASE("the fragment layouts themselves: which lane holds which element") {
 
 TEST_CASE("__shfl_xor_sync exchanges between lanes and every thread reaches each barrier") {
   std::vector<float> sums(64);
-  launch(dim3(1), dim3(64), 0, [&] {
-    float value = float(threadIdx.x);
-    value += __shfl_xor_sync(0xffffffffu, value, 1);
-    value += __shfl_xor_sync(0xffffffffu, value, 2);
-    __syncthreads();
-    sums[threadIdx.x] = value;
-  }, 3);
+  launch(
+      dim3(1), dim3(64), 0,
+      [&] {
+        float value = float(threadIdx.x);
+        value += __shfl_xor_sync(0xffffffffu, value, 1);
+        value += __shfl_xor_sync(0xffffffffu, value, 2);
+        __syncthreads();
+        sums[threadIdx.x] = value;
+      },
+      3);
   for (int t = 0; t < 64; ++t) CHECK(sums[t] == float(4 * (t / 4 * 4) + 6));
 }
 
@@ -158,25 +164,28 @@ TEST_CASE("the emulation refuses what would go wrong on a GPU") {
 
   SUBCASE("a read of another warp's copy without a barrier between them") {
     const std::string message = failure_of([&] {
-      launch(dim3(1), dim3(64), 512, [&] {
-        if (threadIdx.x < 32) {
-          cuda::cp_async_16(cuda::dynamic_shared_memory() + threadIdx.x * 16, data.data() + threadIdx.x * 8, 16);
-          cuda::cp_async_commit();
-          cuda::cp_async_wait<0>();
-        }
-        __syncthreads();
-        // Warp 1 rewrites warp 0's rows, then warp 0 reads them back in the same interval.
-        if (threadIdx.x >= 32) {
-          const int lane = threadIdx.x - 32;
-          cuda::cp_async_16(cuda::dynamic_shared_memory() + lane * 16, data.data() + 256 + lane * 8, 16);
-          cuda::cp_async_commit();
-          cuda::cp_async_wait<0>();
-        } else {
-          uint32_t r[4];
-          cuda::ldmatrix_x4(r, cuda::dynamic_shared_memory() + threadIdx.x * 16);
-        }
-        __syncthreads();
-      }, 11);
+      launch(
+          dim3(1), dim3(64), 512,
+          [&] {
+            if (threadIdx.x < 32) {
+              cuda::cp_async_16(cuda::dynamic_shared_memory() + threadIdx.x * 16, data.data() + threadIdx.x * 8, 16);
+              cuda::cp_async_commit();
+              cuda::cp_async_wait<0>();
+            }
+            __syncthreads();
+            // Warp 1 rewrites warp 0's rows, then warp 0 reads them back in the same interval.
+            if (threadIdx.x >= 32) {
+              const int lane = threadIdx.x - 32;
+              cuda::cp_async_16(cuda::dynamic_shared_memory() + lane * 16, data.data() + 256 + lane * 8, 16);
+              cuda::cp_async_commit();
+              cuda::cp_async_wait<0>();
+            } else {
+              uint32_t r[4];
+              cuda::ldmatrix_x4(r, cuda::dynamic_shared_memory() + threadIdx.x * 16);
+            }
+            __syncthreads();
+          },
+          11);
     });
     // Which of the three accesses comes first depends on the interleaving; each is refused.
     CHECK((message.find("same barrier interval") != std::string::npos ||

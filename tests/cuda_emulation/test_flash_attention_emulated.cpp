@@ -6,11 +6,13 @@
 // several interleavings of the block's threads.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/half.h"
@@ -34,6 +36,7 @@ struct Case {
   int tile = 0;
   unsigned int matrix_blocks = 0;  // 0: one per matrix
   uint64_t seed = 0;
+  bool backward = false;  // also run the backward (tile `tile` of its list) and check the gradients
 };
 
 // A 16-bit buffer and its values widened to double.
@@ -88,10 +91,84 @@ Tensor as_tensor(const Operand& operand, const Case& c, int64_t rows, int64_t co
   double* data = tensor.data_ptr<double>();
   for (int64_t n = 0; n < matrices; ++n) {
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t col = 0; col < cols; ++col) data[(n * rows + r) * cols + col] = operand.values[index_of(c, n, r, col, rows, cols)];
+      for (int64_t col = 0; col < cols; ++col)
+        data[(n * rows + r) * cols + col] = operand.values[index_of(c, n, r, col, rows, cols)];
     }
   }
   return tensor;
+}
+
+// The largest |got - want| over a gradient, and the largest |want|.
+struct Difference {
+  double worst = 0, largest = 0;
+};
+
+// The backward of the case on the emulated kernel against ember's CPU backward in float64: D from
+// the 16-bit output the forward stored (as the GPU's pre-pass computes it).
+void check_backward(const Case& c, const cuda::AttentionLayout& layout, cuda_emulation::AttentionCall call,
+                    const Tensor& q64, const Tensor& k64, const Tensor& v64, const Tensor& out64, const Tensor& saved,
+                    const kernels::AttentionArgs& args, const std::vector<uint16_t>& out) {
+  const int64_t M = c.batch * c.heads;
+  std::mt19937_64 random(77 + c.L + c.S);
+  const Operand grad_out = random_operand(size_t(M * c.L * c.Ev), c.float16, random, 1.0f);
+  Tensor grad_out64 = make_tensor(Shape{M, c.L, c.Ev}, kFloat64, kCPU);
+  std::copy(grad_out.values.begin(), grad_out.values.end(), grad_out64.data_ptr<double>());
+  const Tensor grad_q64 = make_tensor(Shape{M, c.L, c.E}, kFloat64, kCPU);
+  const Tensor grad_k64 = make_tensor(Shape{M, c.S, c.E}, kFloat64, kCPU);
+  const Tensor grad_v64 = make_tensor(Shape{M, c.S, c.Ev}, kFloat64, kCPU);
+  kernels::attention_backward[kCPU](grad_q64, grad_k64, grad_v64, grad_out64, q64, k64, v64, out64, saved, args);
+
+  std::vector<float> out_dot_grad(size_t(M * c.L), 0.0f);
+  for (size_t row = 0; row < out_dot_grad.size(); ++row) {
+    double sum = 0;
+    for (int64_t col = 0; col < c.Ev; ++col) {
+      sum += grad_out.values[row * c.Ev + col] * from_bits(out[row * c.Ev + col], c.float16);
+    }
+    out_dot_grad[row] = float(sum);
+  }
+  std::vector<float> grad_q(size_t(M * c.L * c.E), 0.0f);
+  std::vector<uint16_t> grad_k(size_t(M * c.S * c.E), 0xFFFF), grad_v(size_t(M * c.S * c.Ev), 0xFFFF);
+  call.grad_out = grad_out.bits.data();
+  call.grad_q = grad_q.data();
+  call.grad_k = grad_k.data();
+  call.grad_v = grad_v.data();
+  call.out_dot_grad = out_dot_grad.data();
+  cuda_emulation::register_global_region(call.q, size_t(M * c.L * c.E) * 2);
+  cuda_emulation::register_global_region(call.k, size_t(M * c.S * c.E) * 2);
+  cuda_emulation::register_global_region(call.v, size_t(M * c.S * c.Ev) * 2);
+  cuda_emulation::register_global_region(grad_out.bits.data(), grad_out.bits.size() * 2);
+  const unsigned int matrix_blocks = c.matrix_blocks > 0 ? c.matrix_blocks : static_cast<unsigned int>(M);
+  try {
+    cuda_emulation::run_flash_attention_backward(c.float16, cuda::flash_head_dim(c.E, c.Ev), c.tile, layout, call,
+                                                 c.seed, matrix_blocks);
+  } catch (const std::exception& error) {
+    cuda_emulation::clear_global_regions();
+    FAIL_CHECK(std::string(error.what()));
+    return;
+  }
+  cuda_emulation::clear_global_regions();
+
+  // The roundings of W and dS to 16 bits, of dK and dV where stored, and D from the rounded
+  // output: a few units of the format's last place on gradients of about 1.
+  const double tolerance = c.float16 ? 1e-2 : 6e-2;
+  auto compare = [&](const char* what, const Tensor& want, auto&& got_at) {
+    Difference difference;
+    const double* reference = want.data_ptr<double>();
+    for (int64_t e = 0; e < want.numel(); ++e) {
+      const double got = got_at(e);
+      difference.worst = std::max(difference.worst, std::fabs(got - reference[e]));
+      difference.largest = std::max(difference.largest, std::fabs(reference[e]));
+      if (!(std::fabs(got - reference[e]) <= tolerance * std::max(1.0, std::fabs(reference[e])))) {
+        FAIL_CHECK(what << " element " << e << ": " << got << " vs " << reference[e]);
+        return;
+      }
+    }
+    MESSAGE(c.name << " backward tile " << c.tile << ": " << std::string(what) << " largest difference " << difference.worst
+                   << " (largest value " << difference.largest << ")");
+  };
+  compare("grad_q", grad_q64, [&](int64_t e) { return double(grad_q[size_t(e)]); });
+  compare("grad_k", grad_k64, [&](int64_t e) { return from_bits(grad_k[size_t(e)], c.float16); });
+  compare("grad_v", grad_v64, [&](int64_t e) { return from_bits(grad_v[size_t(e)], c.float16); });
 }
 
 // Runs the case, checks it, and returns the output's bits.
@@ -120,15 +197,25 @@ std::vector<uint16_t> run_case(const Case& c) {
   describe(layout, cuda::kAttentionK, c, c.S, c.E);
   describe(layout, cuda::kAttentionV, c, c.S, c.Ev);
   // out and the mask: contiguous [M, L, Ev] and [M, L, S].
-  for (const auto& [operand, cols] : {std::pair{int(cuda::kAttentionOut), c.Ev}, std::pair{int(cuda::kAttentionMask), c.S}}) {
+  for (const auto& [operand, cols] :
+       {std::pair{int(cuda::kAttentionOut), c.Ev}, std::pair{int(cuda::kAttentionMask), c.S}}) {
     layout.batch_strides[operand][0] = c.heads * c.L * cols;
     layout.batch_strides[operand][1] = c.L * cols;
     layout.row_stride[operand] = cols;
     layout.col_stride[operand] = 1;
   }
-  REQUIRE(cuda::flash_operands_aligned(layout, {reinterpret_cast<uintptr_t>(q.bits.data()),
-                                                reinterpret_cast<uintptr_t>(k.bits.data()),
-                                                reinterpret_cast<uintptr_t>(v.bits.data())}));
+  // The gradients: contiguous [M, rows, cols], grad_out as out.
+  for (const auto& [operand, rows, cols] :
+       {std::tuple{int(cuda::kAttentionGradOut), c.L, c.Ev}, std::tuple{int(cuda::kAttentionGradQ), c.L, c.E},
+        std::tuple{int(cuda::kAttentionGradK), c.S, c.E}, std::tuple{int(cuda::kAttentionGradV), c.S, c.Ev}}) {
+    layout.batch_strides[operand][0] = c.heads * rows * cols;
+    layout.batch_strides[operand][1] = rows * cols;
+    layout.row_stride[operand] = cols;
+    layout.col_stride[operand] = 1;
+  }
+  REQUIRE(cuda::flash_operands_aligned(
+      layout, {reinterpret_cast<uintptr_t>(q.bits.data()), reinterpret_cast<uintptr_t>(k.bits.data()),
+               reinterpret_cast<uintptr_t>(v.bits.data())}));
 
   kernels::AttentionArgs args;
   args.is_causal = c.mask == MaskKind::kCausal;
@@ -169,7 +256,7 @@ std::vector<uint16_t> run_case(const Case& c) {
   // The reference: ember's CPU attention in float64.
   const Tensor expected = make_tensor(Shape{M, c.L, c.Ev}, kFloat64, kCPU);
   const Tensor q64 = as_tensor(q, c, c.L, c.E), k64 = as_tensor(k, c, c.S, c.E), v64 = as_tensor(v, c, c.S, c.Ev);
-  kernels::attention[kCPU](expected, q64, k64, v64, args);
+  const Tensor saved = kernels::attention[kCPU](expected, q64, k64, v64, args);
 
   std::vector<uint16_t> out(size_t(M * c.L * c.Ev), 0xFFFF);
   std::vector<float> log_sum_exp(size_t(M * c.L), -1.0f);
@@ -208,7 +295,8 @@ std::vector<uint16_t> run_case(const Case& c) {
       std::vector<double> scores(size_t(c.S));
       for (int64_t j = 0; j < c.S; ++j) {
         double dot = 0;
-        for (int64_t e = 0; e < c.E; ++e) dot += q64.data_ptr<double>()[(n * c.L + i) * c.E + e] * k64.data_ptr<double>()[(n * c.S + j) * c.E + e];
+        for (int64_t e = 0; e < c.E; ++e)
+          dot += q64.data_ptr<double>()[(n * c.L + i) * c.E + e] * k64.data_ptr<double>()[(n * c.S + j) * c.E + e];
         double score = dot * args.scale;
         const size_t at = size_t((n * c.L + i) * c.S + j);
         if (c.mask == MaskKind::kCausal && j > i) score = -std::numeric_limits<double>::infinity();
@@ -242,12 +330,14 @@ std::vector<uint16_t> run_case(const Case& c) {
     }
   }
   MESSAGE(c.name << " tile " << c.tile << ": largest difference " << worst);
+  if (c.backward) check_backward(c, layout, call, q64, k64, v64, expected, saved, args, out);
   return out;
 }
 
 TEST_CASE("flash attention forward: head dims 64 and 128, tails, L != S") {
   run_case({.name = "bf16 d64 L=S=128", .batch = 1, .heads = 2, .L = 128, .S = 128, .E = 64, .Ev = 64});
-  run_case({.name = "f16 d128 L 100 S 77", .batch = 2, .heads = 1, .L = 100, .S = 77, .E = 128, .Ev = 128, .float16 = true});
+  run_case(
+      {.name = "f16 d128 L 100 S 77", .batch = 2, .heads = 1, .L = 100, .S = 77, .E = 128, .Ev = 128, .float16 = true});
   run_case({.name = "bf16 E 40 Ev 24 (padded to 64) L 33 S 200", .L = 33, .S = 200, .E = 40, .Ev = 24});
   run_case({.name = "f16 E 96 Ev 128 L 1 S 1", .L = 1, .S = 1, .E = 96, .Ev = 128, .float16 = true});
   run_case({.name = "bf16 d64 L 200 S 3", .L = 200, .S = 3, .E = 64, .Ev = 64});
@@ -255,26 +345,72 @@ TEST_CASE("flash attention forward: head dims 64 and 128, tails, L != S") {
 
 TEST_CASE("flash attention forward: causal, bool and additive masks, rows with no key") {
   run_case({.name = "causal bf16 d64 L=S=150", .heads = 2, .L = 150, .S = 150, .mask = MaskKind::kCausal});
-  run_case({.name = "causal f16 d128 L 70 S 130", .L = 70, .S = 130, .E = 128, .Ev = 128, .mask = MaskKind::kCausal, .float16 = true});
-  run_case({.name = "causal bf16 L 130 S 20 (rows past S see every key)", .L = 130, .S = 20, .mask = MaskKind::kCausal});
+  run_case({.name = "causal f16 d128 L 70 S 130",
+            .L = 70,
+            .S = 130,
+            .E = 128,
+            .Ev = 128,
+            .mask = MaskKind::kCausal,
+            .float16 = true});
+  run_case(
+      {.name = "causal bf16 L 130 S 20 (rows past S see every key)", .L = 130, .S = 20, .mask = MaskKind::kCausal});
   run_case({.name = "bool mask bf16 d64 L 90 S 70", .heads = 2, .L = 90, .S = 70, .mask = MaskKind::kBool});
-  run_case({.name = "additive mask f16 d128 L 65 S 64", .L = 65, .S = 64, .E = 128, .Ev = 128, .mask = MaskKind::kAdditive, .float16 = true});
+  run_case({.name = "additive mask f16 d128 L 65 S 64",
+            .L = 65,
+            .S = 64,
+            .E = 128,
+            .Ev = 128,
+            .mask = MaskKind::kAdditive,
+            .float16 = true});
 }
 
 TEST_CASE("flash attention forward: dropout draws the CPU's mask bits") {
   run_case({.name = "dropout 0.2 bf16 d64 L=S=80", .heads = 2, .L = 80, .S = 80, .dropout = 0.2});
-  run_case({.name = "dropout 0.5 causal f16 d128 L 40 S 96", .L = 40, .S = 96, .E = 128, .Ev = 128, .mask = MaskKind::kCausal, .float16 = true, .dropout = 0.5});
+  run_case({.name = "dropout 0.5 causal f16 d128 L 40 S 96",
+            .L = 40,
+            .S = 96,
+            .E = 128,
+            .Ev = 128,
+            .mask = MaskKind::kCausal,
+            .float16 = true,
+            .dropout = 0.5});
 }
 
 TEST_CASE("flash attention forward: heads as views, more matrices than blocks") {
-  run_case({.name = "heads split off [B, L, H E]", .batch = 2, .heads = 3, .L = 50, .S = 70, .E = 64, .Ev = 64, .heads_as_views = true});
-  run_case({.name = "5 matrices on 2 blocks", .batch = 5, .heads = 1, .L = 20, .S = 30, .E = 32, .Ev = 32, .matrix_blocks = 2});
+  run_case({.name = "heads split off [B, L, H E]",
+            .batch = 2,
+            .heads = 3,
+            .L = 50,
+            .S = 70,
+            .E = 64,
+            .Ev = 64,
+            .heads_as_views = true});
+  run_case({.name = "5 matrices on 2 blocks",
+            .batch = 5,
+            .heads = 1,
+            .L = 20,
+            .S = 30,
+            .E = 32,
+            .Ev = 32,
+            .matrix_blocks = 2});
 }
 
 TEST_CASE("flash attention forward: every tile shape the build compiles, in several interleavings") {
   for (int tile = 0; tile < cuda::kFlashTileChoices; ++tile) {
-    run_case({.name = "d64 causal L=S=130", .L = 130, .S = 130, .mask = MaskKind::kCausal, .tile = tile, .seed = uint64_t(tile)});
-    run_case({.name = "d128 L 70 S 161", .L = 70, .S = 161, .E = 128, .Ev = 128, .float16 = true, .tile = tile, .seed = uint64_t(tile + 7)});
+    run_case({.name = "d64 causal L=S=130",
+              .L = 130,
+              .S = 130,
+              .mask = MaskKind::kCausal,
+              .tile = tile,
+              .seed = uint64_t(tile)});
+    run_case({.name = "d128 L 70 S 161",
+              .L = 70,
+              .S = 161,
+              .E = 128,
+              .Ev = 128,
+              .float16 = true,
+              .tile = tile,
+              .seed = uint64_t(tile + 7)});
   }
   // The threads' order changes nothing: the same bits from three interleavings.
   const Case c{.name = "bool mask, dropout", .heads = 2, .L = 77, .S = 77, .mask = MaskKind::kBool, .dropout = 0.1};
@@ -283,6 +419,73 @@ TEST_CASE("flash attention forward: every tile shape the build compiles, in seve
     Case again = c;
     again.seed = seed;
     CHECK(run_case(again) == first);
+  }
+}
+
+TEST_CASE("flash attention backward: head dims, tails, masks, rows with no key, dropout, views") {
+  run_case({.name = "bf16 d64 L=S=128", .heads = 2, .L = 128, .S = 128, .backward = true});
+  run_case({.name = "f16 d128 L 100 S 77",
+            .batch = 2,
+            .L = 100,
+            .S = 77,
+            .E = 128,
+            .Ev = 128,
+            .float16 = true,
+            .backward = true});
+  run_case({.name = "bf16 E 40 Ev 24 L 33 S 200", .L = 33, .S = 200, .E = 40, .Ev = 24, .backward = true});
+  run_case({.name = "causal f16 d64 L 150 S 150",
+            .L = 150,
+            .S = 150,
+            .mask = MaskKind::kCausal,
+            .float16 = true,
+            .backward = true});
+  run_case({.name = "causal bf16 L 130 S 20", .L = 130, .S = 20, .mask = MaskKind::kCausal, .backward = true});
+  run_case(
+      {.name = "bool mask bf16 L 90 S 70", .heads = 2, .L = 90, .S = 70, .mask = MaskKind::kBool, .backward = true});
+  run_case({.name = "additive mask f16 d128 L 65 S 64",
+            .L = 65,
+            .S = 64,
+            .E = 128,
+            .Ev = 128,
+            .mask = MaskKind::kAdditive,
+            .float16 = true,
+            .backward = true});
+  run_case({.name = "dropout 0.2 causal bf16 L=S=80",
+            .heads = 2,
+            .L = 80,
+            .S = 80,
+            .mask = MaskKind::kCausal,
+            .dropout = 0.2,
+            .backward = true});
+  run_case({.name = "heads as views, 6 matrices on 4 blocks",
+            .batch = 2,
+            .heads = 3,
+            .L = 50,
+            .S = 70,
+            .heads_as_views = true,
+            .matrix_blocks = 4,
+            .backward = true});
+  run_case({.name = "L 1 S 1", .L = 1, .S = 1, .E = 64, .Ev = 64, .float16 = true, .backward = true});
+}
+
+TEST_CASE("flash attention backward: every tile shape the build compiles") {
+  for (int tile = 0; tile < cuda::kFlashTileChoices; ++tile) {
+    run_case({.name = "d64 causal L 130 S 150",
+              .L = 130,
+              .S = 150,
+              .mask = MaskKind::kCausal,
+              .tile = tile,
+              .seed = uint64_t(tile),
+              .backward = true});
+    run_case({.name = "d128 L 70 S 161",
+              .L = 70,
+              .S = 161,
+              .E = 128,
+              .Ev = 128,
+              .float16 = true,
+              .tile = tile,
+              .seed = uint64_t(tile + 3),
+              .backward = true});
   }
 }
 

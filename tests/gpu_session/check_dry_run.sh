@@ -30,7 +30,7 @@ stub cmake "case \"\$1\" in
     for target in \"\$@\"; do
       case \"\$target\" in cuda_*) printf '#!/usr/bin/env bash\nexit 0\n' > '$build/tests/cuda/'\"\$target\"; chmod +x '$build/tests/cuda/'\"\$target\" ;; esac
     done
-    printf '#!/usr/bin/env bash\nfor a in \"\$@\"; do case \"\$a\" in --benchmark_out=*) echo \"{\\\\\"benchmarks\\\\\": [{\\\\\"name\\\\\": \\\\\"BM_CudaAttentionBf16Forward/tensor_cores:1/causal:0/len:1024\\\\\", \\\\\"run_type\\\\\": \\\\\"iteration\\\\\", \\\\\"real_time\\\\\": 1.5, \\\\\"FLOP/s\\\\\": 2.0e14}]}\" > \"\${a#--benchmark_out=}\" ;; esac; done\n' > '$build/benchmarks/bench_cuda_attention'
+    printf '#!/usr/bin/env bash\nfor a in \"\$@\"; do case \"\$a\" in --benchmark_out=*) echo \"{\\\\\"benchmarks\\\\\": [{\\\\\"name\\\\\": \\\\\"BM_CudaAttentionBf16Forward/path:2/causal:0/len:1024\\\\\", \\\\\"run_type\\\\\": \\\\\"iteration\\\\\", \\\\\"real_time\\\\\": 1.5, \\\\\"FLOP/s\\\\\": 2.0e14}]}\" > \"\${a#--benchmark_out=}\" ;; esac; done\n' > '$build/benchmarks/bench_cuda_attention'
     chmod +x '$build/benchmarks/bench_cuda_attention' ;;
   *) echo configured ;;
 esac"
@@ -81,7 +81,7 @@ expect "the suite's options go to the suite, wildcards intact" '/cuda_test_cuda_
 expect "memcheck leaves out the deliberate out-of-memory" '^\| memcheck \| cuda_test_cuda_runtime \| .* \| `-tce=\*allocation\*larger\*than\*the\*GPU\*` \|'
 expect "the harness's figures" '^\| fp32-graphs-classifier \| classifier \| 32 \| 4.00 \| 10.60 \| 2.65x \|'
 expect "three settings of the harness per workload" '^\| bf16-graphs-encoder-decoder \|'
-expect "the attention figures" 'BM_CudaAttentionBf16Forward/tensor_cores:1/causal:0/len:1024 \| 1.500 \| 200.0 \|'
+expect "the attention figures" 'BM_CudaAttentionBf16Forward/path:2/causal:0/len:1024 \| 1.500 \| 200.0 \|'
 expect "a stage past its cap is reported timed out, and the summary still written" '^\| cpu-harness \| timed out \|'
 expect "the CPU harness's rounds before the timeout" 'ember 10.0 ms, PyTorch 20.0 ms'
 [ "$elapsed" -le 75 ] && echo "ok: within the budget (${elapsed} s)" || { echo "FAIL: took ${elapsed} s"; failures=$((failures + 1)); }
