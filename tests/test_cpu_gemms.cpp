@@ -2,15 +2,15 @@
 // below it) and the float16 one (widened as packed, float32 FMAs), on every rung of instruction
 // sets this CPU has (core/cpu/isa.h), each rung's table called directly: each against a float64
 // product of the same 16-bit values, at shapes that cross every blocking edge (a tile's 6 or 12
-// rows and 16 or 32 columns, a row block, a column block, odd depths, the 8192 past which depth is
+// rows and 16 or 32 columns, a row block, a column block, odd depths, the 1024 past which depth is
 // sliced), for the four layouts, padded leading dimensions, several alpha and beta, into float32
 // and into the 16-bit type; the vector kernel against its scalar reference (the arithmetic
 // written out), bit for bit; one thread against several; and subnormals, infinities and NaNs.
 //
 // Tolerance: every product of two bfloat16 or two float16 values is exact in float32, so the
-// only errors are the k + 1 float32 additions into each element (beta c included) and alpha's
-// product: at most (k + 3) 2^-24 times the sum of the magnitudes of the terms (Higham's bound for
-// recursive summation, rounded up).
+// only errors are the k + 1 float32 additions into each element (beta c included), one more for
+// each slice of depth added into c, and alpha's product: at most (k + k / 256 + 4) 2^-24 times
+// the sum of the magnitudes of the terms (Higham's bound for recursive summation, rounded up).
 #include <omp.h>
 
 #include <cfloat>
@@ -111,7 +111,8 @@ void check_against_float64(const StoredMatrix<T>& a, const StoredMatrix<T>& b, f
         magnitude += std::fabs(a.value(i, p) * b.value(p, j));
       }
       const double exact = alpha * sum + old;
-      const double bound = static_cast<double>(k + 3) * std::ldexp(std::fabs(alpha) * magnitude + std::fabs(old), -24);
+      const double bound =
+          static_cast<double>(k + k / 256 + 4) * std::ldexp(std::fabs(alpha) * magnitude + std::fabs(old), -24);
       // One assertion per failure, not per element: the cases hold millions of elements.
       if (!(std::fabs(c[static_cast<size_t>(i * ldc + j)] - exact) <= bound)) {
         FAIL("c[" << i << "][" << j << "] = " << c[static_cast<size_t>(i * ldc + j)] << ", exact " << exact);

@@ -60,8 +60,18 @@ struct WidenedFormat {
           widen(a.data + (row0 + s * kRows + r) * a.ld, depth, widened);
           for (int64_t p = 0; p < depth; ++p) strip[p * kRows + r] = widened[p];
         }
-      } else {  // the strip's rows at one k are contiguous
+      } else if (valid < kRows) {  // the last, partial strip; the whole ones below
         for (int64_t p = 0; p < depth; ++p) widen(a.data + p * a.ld + row0 + s * kRows, valid, strip + p * kRows);
+      }
+    }
+    if (a.transposed) {
+      // The rows of op(a) at one k are contiguous: each such line is read once, in order, and
+      // dealt out to the whole strips. (Strip by strip, a deep product would walk all k lines of
+      // memory once per strip, and the lines would leave the cache between strips.)
+      const int64_t whole_strips = rows / kRows;
+      for (int64_t p = 0; p < depth; ++p) {
+        const In* line = a.data + p * a.ld + row0;
+        for (int64_t s = 0; s < whole_strips; ++s) widen(line + s * kRows, kRows, packed + (s * depth + p) * kRows);
       }
     }
   }
