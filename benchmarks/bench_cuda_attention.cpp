@@ -4,18 +4,20 @@
 // dominate memory. float32; TF32 does not enter (the fused kernels do not use tensor cores).
 //
 // Then bfloat16 at the sizes of the bar: batch 16, 16 heads, head dim 64 at lengths 1,024
-// and 4,096 and head dim 128 at 2,048, on each forward path in turn (argument `path`): 2 to 5, the
-// mma.sync forward (cuda/attention/flash_attention_forward.cuh) with each tile shape of
-// cuda/attention/flash_attention_plan.h's list, as EMBER_ATTENTION_FLASH_TILE chooses; 1, the WMMA
-// path (cuda/attention/attention_tensor_cores.cu), as EMBER_ATTENTION_FLASH=0 leaves it; 0, the
-// float32-tile kernel, as EMBER_ATTENTION_TENSOR_CORES=0 does. The backward is the WMMA path's
-// whenever a 16-bit forward is on tensor cores, so forward + backward differ by the forward.
-// The bar is half of PyTorch SDPA's bf16 forward on an H100: 306 TFLOP/s at 1,024, 433 at 4,096
-// and 479 at 2,048 with head dim 128, so 153, 216 and 240.
+// and 4,096 and head dim 128 at 2,048, on each path in turn (argument `path`): 2 to 5, the
+// mma.sync kernels (cuda/attention/flash_attention_forward.cuh and flash_attention_backward.cuh),
+// the forward with each tile shape of cuda/attention/flash_attention_plan.h's list, as
+// EMBER_ATTENTION_FLASH_TILE chooses, and the backward on its default tile; 1, the WMMA path
+// (cuda/attention/attention_tensor_cores.cu), as EMBER_ATTENTION_FLASH=0 leaves it; 0, the
+// float32-tile kernel, as EMBER_ATTENTION_TENSOR_CORES=0 does.
 //
-// FLOP counts are the useful products: 4 B H L S E forward (q k^T and weights v), three times
-// that forward and backward (the backward's recomputed scores are not counted), halved when
-// causal. Each iteration ends with a device synchronisation, so the time is the kernels'.
+// PyTorch's SDPA is timed at the same cases, on the same GPU and in the same check, by
+// benchmarks/side_by_side/torch_attention.py; scripts/gpu_summary.py sets the two side by side.
+//
+// FLOPs are counted as FlashAttention-2's benchmarks count them (and torch_attention.py does):
+// forward 4 B H L S E (q k^T and weights v), backward 2.5 times the forward (its five products,
+// the recomputed scores included), so forward + backward 3.5 times; halved when causal. Each
+// iteration ends with a device synchronisation, so the time is the kernels'.
 //
 //   ./build/benchmarks/bench_cuda_attention --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   ./build/benchmarks/bench_cuda_attention --benchmark_filter=Bf16
@@ -37,6 +39,9 @@ using namespace ember;
 namespace {
 
 constexpr int64_t kHeads = 4, kHeadDim = 64;
+
+// Forward + backward over forward, in FlashAttention-2's count.
+constexpr double kForwardBackwardFlops = 3.5;
 
 double attention_flops(int64_t batch, int64_t length, bool causal, int64_t heads = kHeads,
                        int64_t head_dim = kHeadDim) {
@@ -94,7 +99,7 @@ void BM_CudaAttentionForwardBackward(benchmark::State& state) {
     cuda::synchronize();
   }
   state.counters["FLOP/s"] = benchmark::Counter(
-      3 * attention_flops(batch, length, causal) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+      kForwardBackwardFlops * attention_flops(batch, length, causal) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 // The classifier's shape, fused and composed; then long sequences, fused only (the composed
@@ -179,7 +184,7 @@ void BM_CudaAttentionBf16ForwardBackward(benchmark::State& state) {
     cuda::synchronize();
   }
   state.counters["FLOP/s"] = benchmark::Counter(
-      3 * attention_flops(kBf16Batch, length, causal, kBf16Heads, head_dim) * static_cast<double>(state.iterations()),
+      kForwardBackwardFlops * attention_flops(kBf16Batch, length, causal, kBf16Heads, head_dim) * static_cast<double>(state.iterations()),
       benchmark::Counter::kIsRate);
 }
 

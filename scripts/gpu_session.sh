@@ -137,9 +137,10 @@ bench_attention() {
 # memcheck on every suite) for as long as their share lasts, starting each run further along the
 # list so that later runs cover the rest; the training-step harness on the GPU at batch 32 and
 # 128 (ember float32 with graphs and without, ember bf16, PyTorch eager beside each); the
-# attention benchmark; ember's CPU step on this machine's cores beside its PyTorch. Every stage
-# writes its log to $OUT, and $OUT/gpu-summary.md (scripts/gpu_summary.py) says what passed,
-# failed, timed out or was skipped, with the figures. A stage's failure does not stop the next.
+# attention benchmark, then PyTorch's SDPA at the same cases; ember's CPU step on this machine's
+# cores beside its PyTorch. Every stage writes its log to $OUT, and $OUT/gpu-summary.md
+# (scripts/gpu_summary.py) says what passed, failed, timed out or was skipped, with the figures.
+# A stage's failure does not stop the next.
 #
 # $OUT ends up with gpu-summary.md and gpu-check.tar.gz (every stage's log and measurements).
 #
@@ -296,6 +297,12 @@ check_attention() {
     --benchmark_out="$LOGS/bench-attention.json" --benchmark_out_format=json
 }
 
+# PyTorch's SDPA at bench_cuda_attention's cases on this GPU, right after ember's: the issue's
+# bars compare the two in one run (gpu-summary.md sets them side by side).
+check_sdpa() {
+  PYTHONUNBUFFERED=1 "$HARNESS_PYTHON" benchmarks/side_by_side/torch_attention.py --out "$LOGS/sdpa-attention.json"
+}
+
 check_cpu_harness() {
   unpack
   OMP_NUM_THREADS=$(nproc) PYTHONUNBUFFERED=1 "$HARNESS_PYTHON" benchmarks/side_by_side/side_by_side.py \
@@ -354,9 +361,10 @@ check() {
     check_stage sanitizers check_sanitizers "${CHECK_CAP_SANITIZERS_S:-60}"
     check_stage harness check_harness "${CHECK_CAP_HARNESS_S:-240}"
     check_stage attention check_attention "${CHECK_CAP_ATTENTION_S:-40}"
+    check_stage sdpa check_sdpa "${CHECK_CAP_SDPA_S:-40}"
     check_stage cpu-harness check_cpu_harness "${CHECK_CAP_CPU_HARNESS_S:-60}"
   else
-    for name in suites sanitizers harness attention cpu-harness; do
+    for name in suites sanitizers harness attention sdpa cpu-harness; do
       printf '%s\t%s\t%s\t%s\n' "$name" skipped 0 "the build did not pass" >> "$LOGS/check-stages.tsv"
     done
   fi
@@ -404,6 +412,7 @@ case "$stage" in
   check-sanitizers) check_sanitizers ;;
   check-harness) check_harness ;;
   check-attention) check_attention ;;
+  check-sdpa) check_sdpa ;;
   check-cpu-harness) check_cpu_harness ;;
   *) echo "usage: $0 fetch|build|test|examples|translate|bench|bench-fp32|bench-tf32|bench-report|bench-attention|bench-bf16|examples-bf16|all|check" >&2
      exit 2 ;;

@@ -9,6 +9,7 @@ It reads, each only if present (a stage that timed out or was skipped leaves som
     sanitizer-status.tsv    tool, suite, status, seconds, doctest option: one line per compute-sanitizer job
     harness-*.json          the GPU harness's measurements (side_by_side.py --save)
     bench-attention.json    bench_cuda_attention's results (Google Benchmark's JSON)
+    sdpa-attention.json     PyTorch SDPA at the same cases (benchmarks/side_by_side/torch_attention.py)
     cpu-harness.log         the CPU harness's output (its per-round lines)
 and writes OUT_DIR/gpu-summary.md, also printing it. Plain Python, no third-party module.
 """
@@ -152,6 +153,90 @@ def attention_section(out):
     return lines
 
 
+# bench_cuda_attention's case names: the bfloat16 cases by path, the float32 ones fused or composed.
+BF16_CASE = re.compile(r"BM_CudaAttentionBf16(Forward|ForwardBackward)/path:(\d+)/causal:(\d)/len:(\d+)/dim:(\d+)")
+FLOAT32_CASE = re.compile(r"BM_CudaAttention(Forward|ForwardBackward)/fused:1/causal:(\d)/len:(\d+)/batch:\d+")
+PATH_NAMES = {0: "float32 tiles", 1: "WMMA"}
+
+
+def ember_attention_rates(out):
+    """{(dtype, pass, causal, length, head_dim): (TFLOP/s, path)}: the best path of each case."""
+    path = os.path.join(out, "bench-attention.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        benchmarks = json.load(f).get("benchmarks", [])
+    best = {}
+    for b in benchmarks:
+        if b.get("error_occurred") or not isinstance(b.get("FLOP/s"), (int, float)):
+            continue
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = b.get("name", "")
+        match = BF16_CASE.match(name)
+        if match:
+            which, path_id, causal, length, head_dim = match.groups()
+            key = ("bfloat16", which, causal == "1", int(length), int(head_dim))
+            path_name = PATH_NAMES.get(int(path_id), f"mma.sync tile {int(path_id) - 2}")
+        else:
+            match = FLOAT32_CASE.match(name)
+            if not match:
+                continue
+            which, causal, length = match.groups()
+            key = ("float32", which, causal == "1", int(length), 64)
+            path_name = "fused"
+        key = key[:1] + ("forward" if key[1] == "Forward" else "forward_backward",) + key[2:]
+        rate = b["FLOP/s"] / 1e12
+        if key not in best or rate > best[key][0]:
+            best[key] = (rate, path_name)
+    return best
+
+
+def attention_bar(dtype, length):
+    """The issue's bar for ember over SDPA: half of its flash backend's rate in 16 bits; in float32
+    its default's rate at 128, half of it from 1,024 on."""
+    if dtype == "bfloat16":
+        return "flash", 0.5
+    return "default", 1.0 if length <= 128 else 0.5
+
+
+def sdpa_section(out):
+    lines = ["## Attention against PyTorch SDPA, same GPU, same check", ""]
+    path = os.path.join(out, "sdpa-attention.json")
+    if not os.path.exists(path):
+        return lines + ["No SDPA measurement was recorded."]
+    with open(path, encoding="utf-8") as f:
+        sdpa = json.load(f)
+    lines += [f"PyTorch {sdpa.get('torch', '?')} on {sdpa.get('device', '?')}. TFLOP/s in FlashAttention-2's count "
+              "(forward 4 B H L S E, forward + backward 3.5 times that, halved when causal).", "",
+              "| dtype | length | head dim | causal | pass | ember (best path) | SDPA flash | SDPA default | "
+              "ember / bar's SDPA | bar |", "|---|---:|---:|---|---|---:|---:|---:|---:|---|"]
+    rates = {}
+    for entry in sdpa.get("cases", []):
+        key = (entry["dtype"], entry["pass"], entry["causal"], entry["length"], entry["head_dim"])
+        rates.setdefault(key, {})[entry["backend"]] = entry.get("tflops", entry.get("error", "error"))
+    ember = ember_attention_rates(out)
+    for key, backends in rates.items():
+        dtype, pass_name, causal, length, head_dim = key
+        mine = ember.get(key)
+        against, fraction = attention_bar(dtype, length)
+        theirs = backends.get(against)
+
+        def shown(rate):
+            return f"{rate:.1f}" if isinstance(rate, (int, float)) else ("-" if rate is None else f"error: {rate}")
+
+        if mine and isinstance(theirs, (int, float)) and theirs > 0:
+            ratio = mine[0] / theirs
+            verdict = f"{'met' if ratio >= fraction else 'not met'} (>= {fraction:g}x {against})"
+            ratio_text = f"{ratio:.2f}x"
+        else:
+            ratio_text, verdict = "-", "not measured"
+        lines.append(f"| {dtype} | {length} | {head_dim} | {'yes' if causal else 'no'} | {pass_name} | "
+                     f"{shown(mine[0]) + ' (' + mine[1] + ')' if mine else 'not measured'} | "
+                     f"{shown(backends.get('flash'))} | {shown(backends.get('default'))} | {ratio_text} | {verdict} |")
+    return lines
+
+
 def cpu_section(out):
     lines = ["## ember's CPU step on this machine's cores, beside its PyTorch (one round)", ""]
     rounds = [line.strip() for line in read_lines(os.path.join(out, "cpu-harness.log")) if " round " in line]
@@ -166,7 +251,7 @@ def source_section(out):
 
 def summary(out):
     sections = [["# GPU check", ""], source_section(out), stages_section(out), suites_section(out), sanitizer_section(out),
-                harness_section(out), attention_section(out), cpu_section(out)]
+                harness_section(out), attention_section(out), sdpa_section(out), cpu_section(out)]
     return "\n".join("\n".join(section) + "\n" for section in sections)
 
 

@@ -30,7 +30,7 @@ stub cmake "case \"\$1\" in
     for target in \"\$@\"; do
       case \"\$target\" in cuda_*) printf '#!/usr/bin/env bash\nexit 0\n' > '$build/tests/cuda/'\"\$target\"; chmod +x '$build/tests/cuda/'\"\$target\" ;; esac
     done
-    printf '#!/usr/bin/env bash\nfor a in \"\$@\"; do case \"\$a\" in --benchmark_out=*) echo \"{\\\\\"benchmarks\\\\\": [{\\\\\"name\\\\\": \\\\\"BM_CudaAttentionBf16Forward/path:2/causal:0/len:1024\\\\\", \\\\\"run_type\\\\\": \\\\\"iteration\\\\\", \\\\\"real_time\\\\\": 1.5, \\\\\"FLOP/s\\\\\": 2.0e14}]}\" > \"\${a#--benchmark_out=}\" ;; esac; done\n' > '$build/benchmarks/bench_cuda_attention'
+    printf '#!/usr/bin/env bash\nfor a in \"\$@\"; do case \"\$a\" in --benchmark_out=*) echo \"{\\\\\"benchmarks\\\\\": [{\\\\\"name\\\\\": \\\\\"BM_CudaAttentionBf16Forward/path:2/causal:0/len:1024/dim:64/real_time\\\\\", \\\\\"run_type\\\\\": \\\\\"iteration\\\\\", \\\\\"real_time\\\\\": 1.5, \\\\\"FLOP/s\\\\\": 2.0e14}]}\" > \"\${a#--benchmark_out=}\" ;; esac; done\n' > '$build/benchmarks/bench_cuda_attention'
     chmod +x '$build/benchmarks/bench_cuda_attention' ;;
   *) echo configured ;;
 esac"
@@ -43,7 +43,16 @@ exit 8'
 stub compute-sanitizer 'echo "$*" >> "$(dirname "$0")/sanitizer-calls"; case "$*" in *synccheck*) sleep 30 ;; *) sleep 0.2 ;; esac'
 # The harness: the GPU runs save their measurements; the CPU run hangs past its cap.
 stub harness-python 'save=""; device=""
-while [ $# -gt 0 ]; do case "$1" in --save) save=$2; shift ;; --device) device=$2; shift ;; esac; shift; done
+sdpa=""
+while [ $# -gt 0 ]; do case "$1" in --save) save=$2; shift ;; --device) device=$2; shift ;; --out) sdpa=$2; shift ;; esac; shift; done
+# torch_attention.py: SDPA at the attention cases, one of them refused by a backend.
+if [ -n "$sdpa" ]; then
+  echo "{\"torch\": \"stand-in\", \"device\": \"Stand-in GPU\", \"cases\": [
+    {\"dtype\": \"bfloat16\", \"batch\": 16, \"heads\": 16, \"length\": 1024, \"head_dim\": 64, \"causal\": false, \"pass\": \"forward\", \"backend\": \"flash\", \"median_ms\": 1.0, \"tflops\": 250.0},
+    {\"dtype\": \"bfloat16\", \"batch\": 16, \"heads\": 16, \"length\": 1024, \"head_dim\": 64, \"causal\": false, \"pass\": \"forward\", \"backend\": \"default\", \"median_ms\": 1.1, \"tflops\": 240.0},
+    {\"dtype\": \"float32\", \"batch\": 32, \"heads\": 4, \"length\": 128, \"head_dim\": 64, \"causal\": true, \"pass\": \"forward\", \"backend\": \"default\", \"error\": \"no kernel\"}]}" > "$sdpa"
+  exit 0
+fi
 if [ "$device" = cpu ]; then echo "  classifier batch 32 round 1/1: ember 10.0 ms, PyTorch 20.0 ms, steal 0%: kept"; sleep 60; fi
 echo "{\"summaries\": [{\"workload\": \"classifier\", \"batch\": 32, \"ember\": {\"median_ms\": 4.0, \"peak_device_mb\": 100, \"cuda_malloc_per_step\": 0, \"host_waits_per_step\": 1}, \"pytorch\": {\"median_ms\": 10.6, \"peak_device_mb\": 200}, \"cublas_calls_op_by_op\": 40}]}" > "$save"'
 
@@ -52,7 +61,7 @@ begin=$(date +%s)
 PATH="$stubs:$PATH" OUT="$out" GPU_BUILD_DIR="$build" GPU_DEPS_DIR="$deps" GPU_DEPS_PREFIX="$prefix" \
   HARNESS_PYTHON="$stubs/harness-python" EMBER_SANITIZER_START=0 CHECK_MIN_STAGE_S=3 CHECK_BUDGET_S=60 CHECK_BUNDLE_LOGS=0 \
   CHECK_CAP_BUILD_S=20 CHECK_CAP_SUITES_S=10 CHECK_CAP_SANITIZERS_S=12 CHECK_CAP_HARNESS_S=10 \
-  CHECK_CAP_ATTENTION_S=10 CHECK_CAP_CPU_HARNESS_S=5 \
+  CHECK_CAP_ATTENTION_S=10 CHECK_CAP_SDPA_S=5 CHECK_CAP_CPU_HARNESS_S=5 \
   bash scripts/gpu_session.sh check > "$work/check.out" 2>&1 || { cat "$work/check.out"; echo "FAIL: check exited non-zero"; exit 1; }
 elapsed=$(($(date +%s) - begin))
 
@@ -81,7 +90,10 @@ expect "the suite's options go to the suite, wildcards intact" '/cuda_test_cuda_
 expect "memcheck leaves out the deliberate out-of-memory" '^\| memcheck \| cuda_test_cuda_runtime \| .* \| `-tce=\*allocation\*larger\*than\*the\*GPU\*` \|'
 expect "the harness's figures" '^\| fp32-graphs-classifier \| classifier \| 32 \| 4.00 \| 10.60 \| 2.65x \|'
 expect "three settings of the harness per workload" '^\| bf16-graphs-encoder-decoder \|'
-expect "the attention figures" 'BM_CudaAttentionBf16Forward/path:2/causal:0/len:1024 \| 1.500 \| 200.0 \|'
+expect "the attention figures" 'BM_CudaAttentionBf16Forward/path:2/causal:0/len:1024/dim:64/real_time \| 1.500 \| 200.0 \|'
+expect "SDPA ran as a stage of its own" '^\| sdpa \| passed \|'
+expect "ember against SDPA's flash backend, with the bar" '^\| bfloat16 \| 1024 \| 64 \| no \| forward \| 200.0 \(mma.sync tile 0\) \| 250.0 \| 240.0 \| 0.80x \| met \(>= 0.5x flash\) \|'
+expect "a case SDPA refused, and one ember did not measure" '^\| float32 \| 128 \| 64 \| yes \| forward \| not measured \| - \| error: no kernel \| - \| not measured \|'
 expect "a stage past its cap is reported timed out, and the summary still written" '^\| cpu-harness \| timed out \|'
 expect "the CPU harness's rounds before the timeout" 'ember 10.0 ms, PyTorch 20.0 ms'
 [ "$elapsed" -le 75 ] && echo "ok: within the budget (${elapsed} s)" || { echo "FAIL: took ${elapsed} s"; failures=$((failures + 1)); }
@@ -99,7 +111,7 @@ leftover=$(cd "$out" && ls | sort | tr '\n' ' ')
   || { echo "FAIL: \$OUT holds: $leftover"; failures=$((failures + 1)); }
 tar -tzf "$out/gpu-check.tar.gz" > "$work/archived"
 expect "the archive holds the stages' logs" '^suites\.log$' "$work/archived"
-for later in sanitizers harness attention cpu-harness; do
+for later in sanitizers harness attention sdpa cpu-harness; do
   expect "$later is skipped for want of time" "^\\| $later \\| skipped \\| 0 \\| no time left"
 done
 
