@@ -64,6 +64,16 @@ TEST_CASE("every compiled tile shape, forward and backward, is whole fragments a
       CHECK(plan.bytes <= 227 * 1024);
     }
   }
+  // The deterministic mode's dQ pass: q and dO, then the forward's k and v stages.
+  CHECK(flash_tile_is_valid(kFlashGradQTile));
+  for (const int head_dim : {64, 128}) {
+    const FlashGradQPlan plan = flash_grad_q_plan(head_dim, kFlashGradQTile);
+    CHECK(plan.grad_out == size_t(kFlashGradQTile.queries) * head_dim * 2);
+    CHECK(plan.k == 2 * plan.grad_out);
+    CHECK(plan.v - plan.k == size_t(kFlashGradQTile.stages) * kFlashGradQTile.keys * head_dim * 2);
+    CHECK(plan.bytes - plan.v == plan.v - plan.k);
+    CHECK(plan.bytes <= 227 * 1024);
+  }
   CHECK_FALSE(flash_backward_tile_is_valid({64, 128, 8, 2}));  // 8 queries a warp for dQ
   CHECK_FALSE(flash_backward_tile_is_valid({32, 64, 2, 2}));   // dS^T rows too short to swizzle
   CHECK_FALSE(flash_tile_is_valid({48, 64, 4, 2}));  // 12 queries a warp
@@ -115,6 +125,16 @@ TEST_CASE("the rule: 16-bit, head dims multiples of 8 up to 128, operands cp.asy
   CHECK_FALSE(attention_uses_flash_backward(true, layout, aligned, 90, h100, backward_tile, true));  // no grad_out
   CHECK_FALSE(
       attention_uses_flash_backward(true, layout, {0x1000, 0x2000, 0x3000, 0x4000}, 90, 40 * 1024, backward_tile, true));
+  // Deterministic, the dQ pass's plan must fit too: at head dim 128 a one-stage backward tile
+  // (72 KB) fits in 80 KB where the dQ pass (96 KB) does not.
+  const AttentionLayout wide = contiguous_layout(100, 90, 128, 128);
+  const FlashOperands with_grad_out{0x1000, 0x2000, 0x3000, 0x4000};
+  const FlashTile one_stage{64, 64, 4, 1};
+  CHECK(flash_backward_plan(128, one_stage).bytes == 72 * 1024);
+  CHECK(flash_grad_q_plan(128, kFlashGradQTile).bytes == 96 * 1024);
+  CHECK(attention_uses_flash_backward(true, wide, with_grad_out, 90, 80 * 1024, one_stage, true, false));
+  CHECK_FALSE(attention_uses_flash_backward(true, wide, with_grad_out, 90, 80 * 1024, one_stage, true, true));
+  CHECK(attention_uses_flash_backward(true, wide, with_grad_out, 90, h100, one_stage, true, true));
 
   CHECK(flash_head_dim(64, 64) == 64);
   CHECK(flash_head_dim(40, 24) == 64);

@@ -473,7 +473,8 @@ bool takes_flash_backward(const AttentionLayout& layout, const AttentionPointers
     const FlashOperands operands{reinterpret_cast<uintptr_t>(args.q), reinterpret_cast<uintptr_t>(args.k),
                                  reinterpret_cast<uintptr_t>(args.v), reinterpret_cast<uintptr_t>(args.grad_out)};
     return attention_uses_flash_backward(true, layout, operands, device.compute_capability,
-                                         device.shared_memory_per_block, tile, attention_flash_allowed());
+                                         device.shared_memory_per_block, tile, attention_flash_allowed(),
+                                         attention_deterministic());
   } else {
     return false;
   }

@@ -1,67 +1,93 @@
-// The launchers of the mma.sync kernels (cuda/attention/flash_attention_forward.cuh and
-// flash_attention_backward.cuh): which of the compiled tile shapes runs, the grid and the shared
-// memory. Compiled only with CMake's EMBER_CUDA_FLASH (cuda/CMakeLists.txt says why).
+// The launchers of the mma.sync kernels (cuda/attention/flash_attention_forward.cuh,
+// flash_attention_backward.cuh and flash_attention_grad_q.cuh): which of the compiled tile shapes
+// runs, the grid and the shared memory. Compiled only with CMake's EMBER_CUDA_FLASH
+// (cuda/CMakeLists.txt says why).
 #include "cuda/attention/attention_device.cuh"
 #include "cuda/attention/flash_attention_backward.cuh"
 #include "cuda/attention/flash_attention_forward.cuh"
+#include "cuda/attention/flash_attention_grad_q.cuh"
 #include "cuda/runtime/stream.h"
 
 namespace ember::cuda {
 namespace {
 
-template <class T, int D>
-struct ForwardLaunch {
+// One kernel over a grid of `blocks` tiles by the matrices, with the tile's threads and `shared`
+// bytes of shared memory.
+template <class T, class Kernel>
+void launch_tiles(Kernel kernel, const FlashTile& tile, size_t shared, int64_t blocks, const AttentionLayout& layout,
+                  const AttentionPointers<T>& args, const char* op) {
+  allow_shared_memory(kernel, shared, op);
+  const dim3 grid(static_cast<unsigned int>(blocks), attention_matrix_blocks(layout.matrices), 1);
+  kernel<<<grid, flash_tile_threads(tile), shared, current_stream()>>>(layout, args);
+  check_launch(op);
+}
+
+// The kernel of one pass for the tile visit_flash_tile chose: the forward over query tiles, the
+// backward over key blocks.
+template <class T, int D, FlashPass Pass>
+struct TileLaunch {
   const AttentionLayout& layout;
   const AttentionPointers<T>& args;
 
   template <int Queries, int Keys, int Warps, int Stages>
   void run() const {
     constexpr FlashTile tile{Queries, Keys, Warps, Stages};
-    constexpr size_t shared = flash_forward_plan(D, tile).bytes;
-    const auto kernel = flash_attention_forward<T, D, Queries, Keys, Warps, Stages>;
-    allow_shared_memory(kernel, shared, "attention");
-    const dim3 grid(static_cast<unsigned int>((layout.target_length + Queries - 1) / Queries),
-                    attention_matrix_blocks(layout.matrices), 1);
-    kernel<<<grid, flash_tile_threads(tile), shared, current_stream()>>>(layout, args);
-    check_launch("attention");
+    if constexpr (Pass == FlashPass::kForward) {
+      launch_tiles(flash_attention_forward<T, D, Queries, Keys, Warps, Stages>, tile, flash_forward_plan(D, tile).bytes,
+                   (layout.target_length + Queries - 1) / Queries, layout, args, "attention");
+    } else {
+      launch_tiles(flash_attention_backward<T, D, Queries, Keys, Warps, Stages>, tile,
+                   flash_backward_plan(D, tile).bytes, (layout.source_length + Keys - 1) / Keys, layout, args,
+                   "attention_backward");
+    }
   }
 };
+
+// The deterministic mode's dQ pass, over query tiles (its one tile shape).
+template <class T, int D>
+void launch_grad_q_pass(const AttentionLayout& layout, const AttentionPointers<T>& args) {
+  constexpr FlashTile tile = kFlashGradQTile;
+  launch_tiles(flash_attention_grad_q<T, D, tile.queries, tile.keys, tile.warps, tile.stages>, tile,
+               flash_grad_q_plan(D, tile).bytes, (layout.target_length + tile.queries - 1) / tile.queries, layout,
+               args, "attention_backward");
+}
 
 template <class T, int D>
-struct BackwardLaunch {
-  const AttentionLayout& layout;
-  const AttentionPointers<T>& args;
-
-  template <int Queries, int Keys, int Warps, int Stages>
-  void run() const {
-    constexpr FlashTile tile{Queries, Keys, Warps, Stages};
-    constexpr size_t shared = flash_backward_plan(D, tile).bytes;
-    const auto kernel = flash_attention_backward<T, D, Queries, Keys, Warps, Stages>;
-    allow_shared_memory(kernel, shared, "attention_backward");
-    const dim3 grid(static_cast<unsigned int>((layout.source_length + Keys - 1) / Keys),
-                    attention_matrix_blocks(layout.matrices), 1);
-    kernel<<<grid, flash_tile_threads(tile), shared, current_stream()>>>(layout, args);
-    check_launch("attention_backward");
+void launch_backward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
+  if (!attention_deterministic() || args.grad_q == nullptr) {
+    visit_flash_tile<D, FlashPass::kBackward>(flash_backward_tile_choice(),
+                                              TileLaunch<T, D, FlashPass::kBackward>{layout, args});
+    return;
   }
-};
+  // Deterministic: dK and dV by the backward without its atomic dQ, then dQ in its own pass.
+  AttentionPointers<T> keys_and_values = args;
+  keys_and_values.grad_q = nullptr;
+  if (keys_and_values.grad_k != nullptr || keys_and_values.grad_v != nullptr) {
+    visit_flash_tile<D, FlashPass::kBackward>(flash_backward_tile_choice(),
+                                              TileLaunch<T, D, FlashPass::kBackward>{layout, keys_and_values});
+  }
+  launch_grad_q_pass<T, D>(layout, args);
+}
 
 }  // namespace
 
 template <class T>
 void launch_attention_forward_flash(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (flash_head_dim(layout.embed, layout.value_embed) == 64) {
-    visit_flash_tile<64, FlashPass::kForward>(flash_forward_tile_choice(), ForwardLaunch<T, 64>{layout, args});
+    visit_flash_tile<64, FlashPass::kForward>(flash_forward_tile_choice(),
+                                              TileLaunch<T, 64, FlashPass::kForward>{layout, args});
   } else {
-    visit_flash_tile<128, FlashPass::kForward>(flash_forward_tile_choice(), ForwardLaunch<T, 128>{layout, args});
+    visit_flash_tile<128, FlashPass::kForward>(flash_forward_tile_choice(),
+                                               TileLaunch<T, 128, FlashPass::kForward>{layout, args});
   }
 }
 
 template <class T>
 void launch_attention_backward_flash(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (flash_head_dim(layout.embed, layout.value_embed) == 64) {
-    visit_flash_tile<64, FlashPass::kBackward>(flash_backward_tile_choice(), BackwardLaunch<T, 64>{layout, args});
+    launch_backward<T, 64>(layout, args);
   } else {
-    visit_flash_tile<128, FlashPass::kBackward>(flash_backward_tile_choice(), BackwardLaunch<T, 128>{layout, args});
+    launch_backward<T, 128>(layout, args);
   }
 }
 

@@ -32,6 +32,29 @@
 
 namespace ember::cuda {
 
+// One element of the backward, as the backward and the deterministic dQ pass
+// (flash_attention_grad_q.cuh) both compute it, from the raw products s = q . k and dP = dO . v and
+// the row's log-sum-exp (times log2(e)) and D:
+//   P = exp2(s scale log2(e) - lse log2(e)), s masked first unless the tile needs no mask;
+//   the weight W = P f (f: the dropout factor) and dS = P (dP f - D), 0 where masked
+//   (masked_fill's backward). A row with no key has lse +inf: P = 0, no weight, no gradient.
+struct ScoreBackward {
+  float weight, grad_score;
+};
+
+template <class T>
+__device__ __forceinline__ ScoreBackward score_backward(const AttentionLayout& layout, const AttentionPointers<T>& args,
+                                                        const WeightsDropout<T>& dropout, int64_t n, int64_t i,
+                                                        int64_t key, bool plain_tile, float scale_log2, float score,
+                                                        float grad_weight, float lse_log2, float row_d) {
+  const float s = plain_tile ? score * scale_log2 : masked_score(layout, args, n, i, key, score) * kLog2E;
+  const float probability = exp2f(s - lse_log2);
+  const float factor = dropout.factor(layout, n, i, key);
+  float grad_score = probability * (grad_weight * factor - row_d);
+  if (!plain_tile && is_masked_out(layout, args, n, i, key)) grad_score = 0.0f;
+  return {probability * factor, grad_score};
+}
+
 template <class T, int D, int Queries, int Keys, int Warps, int Stages>
 __global__ void __launch_bounds__(32 * Warps)
     flash_attention_backward(AttentionLayout layout, AttentionPointers<T> args) {
@@ -84,14 +107,8 @@ __global__ void __launch_bounds__(32 * Warps)
     cp_async_commit();
 
     float grad_k[kM][kOut][4], grad_v[kM][kOut][4];
-    #pragma unroll
-    for (int m = 0; m < kM; ++m) {
-      #pragma unroll
-      for (int o = 0; o < kOut; ++o) {
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) grad_k[m][o][e] = grad_v[m][o][e] = 0.0f;
-      }
-    }
+    zero_fill(grad_k);
+    zero_fill(grad_v);
 
     for (int tile = 0; tile < tiles; ++tile) {
       const int64_t row0 = query_begin + int64_t(tile) * Queries;
@@ -118,14 +135,8 @@ __global__ void __launch_bounds__(32 * Warps)
 
       // 1. S^T = k q^T and dP^T = v dO^T.
       float scores[kM][kN][4], grad_weights[kM][kN][4];
-      #pragma unroll
-      for (int m = 0; m < kM; ++m) {
-        #pragma unroll
-        for (int j = 0; j < kN; ++j) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) scores[m][j][e] = grad_weights[m][j][e] = 0.0f;
-        }
-      }
+      zero_fill(scores);
+      zero_fill(grad_weights);
       #pragma unroll
       for (int d = 0; d < kDepth; d += 2) {
         uint32_t k_fragments[kM][2][4], v_fragments[kM][2][4];
@@ -183,16 +194,12 @@ __global__ void __launch_bounds__(32 * Warps)
               scores[m][j][e] = grad_weights[m][j][e] = 0.0f;
               continue;
             }
-            const float s = plain_tile ? scores[m][j][e] * scale_log2
-                                       : masked_score(layout, args, n, i, key, scores[m][j][e]) * kLog2E;
-            // A row with no key has lse +inf: P = 0, zero weights and gradients, as on the CPU.
-            const float probability = exp2f(s - args.log_sum_exp[n * L + i] * kLog2E);
-            const float factor = dropout.factor(layout, n, i, key);
-            float grad_score =
-                need_scores ? probability * (grad_weights[m][j][e] * factor - args.out_dot_grad[n * L + i]) : 0.0f;
-            if (!plain_tile && is_masked_out(layout, args, n, i, key)) grad_score = 0.0f;  // masked_fill's backward
-            scores[m][j][e] = probability * factor;
-            grad_weights[m][j][e] = grad_score;
+            // Without dQ and dK, dP was not computed (0) and D is not there: dS comes out 0.
+            const ScoreBackward element = score_backward(
+                layout, args, dropout, n, i, key, plain_tile, scale_log2, scores[m][j][e], grad_weights[m][j][e],
+                args.log_sum_exp[n * L + i] * kLog2E, need_scores ? args.out_dot_grad[n * L + i] : 0.0f);
+            scores[m][j][e] = element.weight;
+            grad_weights[m][j][e] = element.grad_score;
           }
         }
       }
@@ -259,12 +266,8 @@ __global__ void __launch_bounds__(32 * Warps)
         #pragma unroll
         for (int mq = 0; mq < kQ; ++mq) {
           const int query_in = warp * kWarpQueries + 16 * mq;
-          float grad_q[kOut][4];
-          #pragma unroll
-          for (int o = 0; o < kOut; ++o) {
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) grad_q[o][e] = 0.0f;
-          }
+          float grad_q[1][kOut][4];  // one m16 fragment: the warp's 16 queries of this step
+          zero_fill(grad_q);
           #pragma unroll
           for (int ks = 0; ks < kKeySteps; ++ks) {
             // dS's A fragment (queries x keys) is dS^T's 16 x 16 block read transposed: matrix m
@@ -280,8 +283,8 @@ __global__ void __launch_bounds__(32 * Warps)
               ldmatrix_x4(b, k_tile + flash_swizzled_offset(16 * ks + a_row, 8 * o + a_col, D), true);
               const uint32_t first[2] = {b[0], b[1]};
               const uint32_t second[2] = {b[2], b[3]};
-              mma_m16n8k16<T>(grad_q[o], a, first, grad_q[o]);
-              mma_m16n8k16<T>(grad_q[o + 1], a, second, grad_q[o + 1]);
+              mma_m16n8k16<T>(grad_q[0][o], a, first, grad_q[0][o]);
+              mma_m16n8k16<T>(grad_q[0][o + 1], a, second, grad_q[0][o + 1]);
             }
           }
           #pragma unroll
@@ -291,7 +294,7 @@ __global__ void __launch_bounds__(32 * Warps)
               const int64_t i = row0 + query_in + group + 8 * (e / 2);
               const int64_t c = 8 * o + pair + e % 2;
               if (i < L && c < layout.embed) {
-                atomicAdd(args.grad_q + layout.offset(kAttentionGradQ, n, i, c), grad_q[o][e] * float(args.scale));
+                atomicAdd(args.grad_q + layout.offset(kAttentionGradQ, n, i, c), grad_q[0][o][e] * float(args.scale));
               }
             }
           }

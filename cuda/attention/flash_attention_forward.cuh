@@ -72,6 +72,48 @@ __device__ __forceinline__ void copy_tile_async(T* tile, const T* data, const At
   }
 }
 
+// Every accumulator of an array of m16n8 fragments set to 0 (the loops unroll: they stay registers).
+template <int M, int N>
+__device__ __forceinline__ void zero_fill(float (&fragments)[M][N][4]) {
+  #pragma unroll
+  for (int m = 0; m < M; ++m) {
+    #pragma unroll
+    for (int n = 0; n < N; ++n) {
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) fragments[m][n][e] = 0.0f;
+    }
+  }
+}
+
+// The k/v pipeline of the kernels that walk the keys tile by tile (the forward, the dQ pass): before
+// the products of tile `tile` of matrix n, issues the copy of the next tile into the other stage
+// (two stages) or of this one (one stage, past the first, which the caller copies with q), and
+// waits for this tile's. The caller's barrier then makes the copies visible to every thread.
+template <int D, int Keys, int Threads, int Stages, class T>
+__device__ __forceinline__ void await_key_tile(T* k_tiles, T* v_tiles, const AttentionLayout& layout,
+                                               const AttentionPointers<T>& args, int64_t n, int tile, int tiles) {
+  const int64_t S = layout.source_length;
+  if (Stages == 1 && tile > 0) {
+    const int64_t key0 = int64_t(tile) * Keys;
+    copy_tile_async<D, Keys, Threads>(k_tiles, args.k, layout, kAttentionK, n, key0, S, layout.embed);
+    copy_tile_async<D, Keys, Threads>(v_tiles, args.v, layout, kAttentionV, n, key0, S, layout.value_embed);
+    cp_async_commit();
+  }
+  if (Stages == 2 && tile + 1 < tiles) {
+    // The next tile into the other stage (read by the previous tile: free since its barrier).
+    const int next = (tile + 1) % 2;
+    const int64_t next_key0 = int64_t(tile + 1) * Keys;
+    copy_tile_async<D, Keys, Threads>(k_tiles + next * Keys * D, args.k, layout, kAttentionK, n, next_key0, S,
+                                      layout.embed);
+    copy_tile_async<D, Keys, Threads>(v_tiles + next * Keys * D, args.v, layout, kAttentionV, n, next_key0, S,
+                                      layout.value_embed);
+    cp_async_commit();
+    cp_async_wait<1>();  // everything but the copy just issued
+  } else {
+    cp_async_wait<0>();
+  }
+}
+
 template <class T, int D, int Queries, int Keys, int Warps, int Stages>
 __global__ void __launch_bounds__(32 * Warps)
     flash_attention_forward(AttentionLayout layout, AttentionPointers<T> args) {
@@ -113,36 +155,16 @@ __global__ void __launch_bounds__(32 * Warps)
     float acc[kM][kOut][4];
     float row_max[kM][2], row_sum[kM][2];  // per fragment: rows group and group + 8
     uint32_t q_fragments[kM][kDepth][4];
+    zero_fill(acc);
     #pragma unroll
     for (int m = 0; m < kM; ++m) {
-      #pragma unroll
-      for (int o = 0; o < kOut; ++o) {
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[m][o][e] = 0.0f;
-      }
       row_max[m][0] = row_max[m][1] = minus_infinity<float>();
       row_sum[m][0] = row_sum[m][1] = 0.0f;
     }
 
     for (int tile = 0; tile < tiles; ++tile) {
       const int64_t key0 = int64_t(tile) * Keys;
-      if (Stages == 1 && tile > 0) {
-        copy_tile_async<D, Keys, kThreads>(k_tiles, args.k, layout, kAttentionK, n, key0, S, layout.embed);
-        copy_tile_async<D, Keys, kThreads>(v_tiles, args.v, layout, kAttentionV, n, key0, S, layout.value_embed);
-        cp_async_commit();
-      }
-      if (Stages == 2 && tile + 1 < tiles) {
-        // The next tile into the other stage (read by the previous tile: free since its barrier).
-        const int next = (tile + 1) % 2;
-        copy_tile_async<D, Keys, kThreads>(k_tiles + next * Keys * D, args.k, layout, kAttentionK, n, key0 + Keys, S,
-                                           layout.embed);
-        copy_tile_async<D, Keys, kThreads>(v_tiles + next * Keys * D, args.v, layout, kAttentionV, n, key0 + Keys, S,
-                                           layout.value_embed);
-        cp_async_commit();
-        cp_async_wait<1>();  // everything but the copy just issued
-      } else {
-        cp_async_wait<0>();
-      }
+      await_key_tile<D, Keys, kThreads, Stages>(k_tiles, v_tiles, layout, args, n, tile, tiles);
       __syncthreads();  // every thread's copies of this tile (and of q) are visible to all
       const T* const k_tile = k_tiles + (tile % Stages) * Keys * D;
       const T* const v_tile = v_tiles + (tile % Stages) * Keys * D;
@@ -164,14 +186,7 @@ __global__ void __launch_bounds__(32 * Warps)
       // S = q k^T. k's B fragments: the 8 keys of fragment j are B's 8 columns, each a row of
       // k; one ldmatrix.x4 gives two k16 steps (columns 16 d .. 16 d + 31 of those rows).
       float scores[kM][kN][4];
-      #pragma unroll
-      for (int m = 0; m < kM; ++m) {
-        #pragma unroll
-        for (int j = 0; j < kN; ++j) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) scores[m][j][e] = 0.0f;
-        }
-      }
+      zero_fill(scores);
       #pragma unroll
       for (int j = 0; j < kN; ++j) {
         #pragma unroll

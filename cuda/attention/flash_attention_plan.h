@@ -1,6 +1,7 @@
-// The mma.sync path of fused attention (cuda/attention/flash_attention_forward.cuh and
-// flash_attention_backward.cuh): its tile shapes, where its tiles sit in shared memory, the swizzle
-// that spreads their rows over the banks, and the rules that decide when it runs.
+// The mma.sync path of fused attention (cuda/attention/flash_attention_forward.cuh,
+// flash_attention_backward.cuh and flash_attention_grad_q.cuh): its tile shapes, where its tiles
+// sit in shared memory, the swizzle that spreads their rows over the banks, and the rules that
+// decide when it runs.
 //
 // Plain C++17, fmt-free and free of CUDA headers: the kernel reads the same plan on the device,
 // the launcher applies the same rule, and CPU tests (tests/test_flash_attention_plan.cpp and the
@@ -183,6 +184,27 @@ EMBER_ATTENTION_HOST_DEVICE constexpr FlashBackwardPlan flash_backward_plan(int 
   return plan;
 }
 
+// The deterministic mode's dQ pass (cuda/attention/flash_attention_grad_q.cuh) has one tile shape
+// for both head dims, the forward's {queries, keys, warps, stages}: a warp keeps dQ for its 16
+// queries (head_dim / 2 floats a lane) beside the scores and dP of one key tile.
+inline constexpr FlashTile kFlashGradQTile{64, 64, 4, 2};
+
+// Byte offsets of the dQ pass's buffers: the q and grad_out tiles (queries x head_dim), then
+// `stages` k tiles and `stages` v tiles (keys x head_dim), all 16-bit and swizzled.
+struct FlashGradQPlan {
+  size_t q = 0, grad_out = 0, k = 0, v = 0, bytes = 0;
+};
+
+EMBER_ATTENTION_HOST_DEVICE constexpr FlashGradQPlan flash_grad_q_plan(int head_dim, const FlashTile& tile) {
+  FlashGradQPlan plan;
+  plan.q = 0;
+  plan.grad_out = plan.q + size_t(tile.queries) * head_dim * 2;
+  plan.k = plan.grad_out + size_t(tile.queries) * head_dim * 2;
+  plan.v = plan.k + size_t(tile.stages) * tile.keys * head_dim * 2;
+  plan.bytes = plan.v + size_t(tile.stages) * tile.keys * head_dim * 2;
+  return plan;
+}
+
 // The operands' addresses, which the rule checks for cp.async's 16-byte copies (grad_out: the
 // backward's; 0 for the forward).
 struct FlashOperands {
@@ -221,13 +243,18 @@ inline bool attention_uses_flash_forward(bool sixteen_bit, const AttentionLayout
   return static_cast<int64_t>(flash_forward_plan(head_dim, tile).bytes) <= shared_memory_per_block;
 }
 
-// The backward's rule: the forward's, for its own tile and plan, with grad_out aligned too.
+// The backward's rule: the forward's, for its own tile and plan, with grad_out aligned too; in the
+// deterministic mode the dQ pass's plan must fit as well (where it does not, the WMMA path runs,
+// whose dQ is added by atomics: only this path is deterministic).
 inline bool attention_uses_flash_backward(bool sixteen_bit, const AttentionLayout& layout,
                                           const FlashOperands& operands, int compute_capability,
-                                          int64_t shared_memory_per_block, const FlashTile& tile, bool allowed) {
+                                          int64_t shared_memory_per_block, const FlashTile& tile, bool allowed,
+                                          bool deterministic = false) {
   if (!allowed || !sixteen_bit || compute_capability < 80 || operands.grad_out == 0) return false;
   const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
   if (head_dim == 0 || !flash_operands_aligned(layout, operands)) return false;
+  const auto grad_q_bytes = static_cast<int64_t>(flash_grad_q_plan(head_dim, kFlashGradQTile).bytes);
+  if (deterministic && grad_q_bytes > shared_memory_per_block) return false;
   return static_cast<int64_t>(flash_backward_plan(head_dim, tile).bytes) <= shared_memory_per_block;
 }
 
@@ -238,6 +265,11 @@ inline bool attention_uses_flash_backward(bool sixteen_bit, const AttentionLayou
 // benchmarks that compare paths and tiles in one process.
 bool attention_flash_allowed();
 void set_attention_flash_allowed(bool allowed);
+// Whether the backward computes dQ in a pass of its own, each element's sums in a fixed order,
+// so that it gives the same bits on every run (EMBER_ATTENTION_DETERMINISTIC: "1" turns it on;
+// off by default, since the pass recomputes the scores). Only the mma.sync path has it.
+bool attention_deterministic();
+void set_attention_deterministic(bool deterministic);
 int flash_forward_tile_choice();
 void set_flash_forward_tile_choice(int index);
 int flash_backward_tile_choice();
@@ -266,6 +298,20 @@ class AttentionFlashScope {
  private:
   bool allowed_;
   int forward_tile_, backward_tile_;
+};
+
+// Turns the deterministic mode on or off for the scope's lifetime, then restores the setting.
+class AttentionDeterministicScope {
+ public:
+  explicit AttentionDeterministicScope(bool deterministic) : before_(attention_deterministic()) {
+    set_attention_deterministic(deterministic);
+  }
+  ~AttentionDeterministicScope() { set_attention_deterministic(before_); }
+  AttentionDeterministicScope(const AttentionDeterministicScope&) = delete;
+  AttentionDeterministicScope& operator=(const AttentionDeterministicScope&) = delete;
+
+ private:
+  bool before_;
 };
 
 }  // namespace ember::cuda

@@ -1,8 +1,10 @@
 // The switches of the mma.sync attention kernels (declared in cuda/attention/flash_attention_plan.h):
-// whether they may run, and which compiled tile of each list. Plain C++, in every CUDA build, so
-// that benchmarks and suites can set them whether or not the kernels were compiled.
+// whether they may run, which compiled tile of each list, and the deterministic dQ pass. Plain
+// C++, in every CUDA build, so that benchmarks and suites can set them whether or not the kernels
+// were compiled.
 #include <atomic>
 #include <cstdlib>
+#include <string_view>
 
 #include "cuda/attention/attention_tensor_core_plan.h"
 #include "cuda/attention/flash_attention_plan.h"
@@ -13,6 +15,12 @@ namespace {
 std::atomic<bool>& flash_setting() {
   static std::atomic<bool> allowed(tensor_cores_allowed_by(std::getenv("EMBER_ATTENTION_FLASH")));
   return allowed;
+}
+
+std::atomic<bool>& deterministic_setting() {
+  const char* value = std::getenv("EMBER_ATTENTION_DETERMINISTIC");
+  static std::atomic<bool> deterministic(value != nullptr && value[0] != '\0' && std::string_view(value) != "0");
+  return deterministic;
 }
 
 // A tile index from the environment: `name`'s value if it is one of the list's, else 0.
@@ -36,6 +44,8 @@ std::atomic<int>& backward_tile_setting() {
 
 bool attention_flash_allowed() { return flash_setting().load(); }
 void set_attention_flash_allowed(bool allowed) { flash_setting().store(allowed); }
+bool attention_deterministic() { return deterministic_setting().load(); }
+void set_attention_deterministic(bool deterministic) { deterministic_setting().store(deterministic); }
 int flash_forward_tile_choice() { return forward_tile_setting().load(); }
 void set_flash_forward_tile_choice(int index) {
   forward_tile_setting().store(index >= 0 && index < kFlashCompiledTiles ? index : 0);

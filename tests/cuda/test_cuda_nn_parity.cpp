@@ -770,15 +770,18 @@ void check_tensor_core_attention(const std::function<Tensor(const std::vector<Te
 
 // Each tensor-core path: the mma.sync kernels (cuda/attention/flash_attention_forward.cuh and
 // _backward.cuh, with the same roundings as WMMA's) with each tile shape the build compiled, for the
-// operands cp.async can copy (the others fall to WMMA within the same run), then the WMMA path
-// alone (EMBER_ATTENTION_FLASH=0).
+// operands cp.async can copy (the others fall to WMMA within the same run); the default tile in the
+// deterministic mode (dQ by flash_attention_grad_q.cuh); then the WMMA path alone
+// (EMBER_ATTENTION_FLASH=0).
 struct TensorCorePath {
   bool flash;
   int tile;
+  bool deterministic = false;
 };
 std::vector<TensorCorePath> tensor_core_paths() {
   std::vector<TensorCorePath> paths;
   for (int tile = 0; tile < ember::cuda::kFlashCompiledTiles; ++tile) paths.push_back({true, tile});
+  paths.push_back({true, 0, true});
   paths.push_back({false, 0});
   return paths;
 }
@@ -791,8 +794,10 @@ TEST_CASE("fused CUDA attention on tensor cores matches the CPU in bfloat16 and 
     return fused_attention(options, dropout_seed);
   };
   for (const TensorCorePath path : tensor_core_paths()) {
-    INFO((path.flash ? "mma.sync kernels, tile " : "WMMA path ") << path.tile);
+    INFO((path.flash ? "mma.sync kernels, tile " : "WMMA path ") << path.tile
+                                                                    << (path.deterministic ? ", deterministic" : ""));
     const ember::cuda::AttentionFlashScope flash(path.flash, path.tile, path.tile);
+    const ember::cuda::AttentionDeterministicScope deterministic(path.deterministic);
     for (const DType dtype : kHalfDTypes) {
       // Each head dim, with L != S and neither a multiple of the 64-row tiles.
       for (const int64_t head_dim : {16, 32, 64, 128}) {
@@ -841,6 +846,34 @@ TEST_CASE("fused CUDA attention on tensor cores matches the CPU in bfloat16 and 
                                   "only v requires grad");
       check_tensor_core_attention(attention({}), {leaf({2, 130, 64}), randn({2, 150, 64}), randn({2, 150, 64})}, dtype,
                                   "only q requires grad");
+    }
+  }
+}
+
+TEST_CASE("fused CUDA attention's deterministic backward gives the same bits on every run") {
+  const ember::cuda::AttentionTensorCoresScope tensor_cores(true);
+  const ember::cuda::AttentionFlashScope flash(true);
+  const ember::cuda::AttentionDeterministicScope deterministic(true);
+  for (const DType dtype : kHalfDTypes) {
+    // Many key blocks add into each row of dQ, in whatever order their blocks run when by atomics.
+    const Tensor q = randn({2, 4, 700, 64}).to(dtype).to(kGPU), k = randn({2, 4, 900, 64}).to(dtype).to(kGPU);
+    const Tensor v = randn({2, 4, 900, 64}).to(dtype).to(kGPU), upstream = randn({2, 4, 700, 64}).to(dtype).to(kGPU);
+    std::vector<Tensor> first;
+    for (int run = 0; run < 3; ++run) {
+      std::vector<Tensor> leaves{q.detach().requires_grad_(true), k.detach().requires_grad_(true),
+                                 v.detach().requires_grad_(true)};
+      manual_seed(11);
+      scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], {.dropout_p = 0.1, .is_causal = true})
+          .backward(upstream);
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        const Tensor grad = leaves[i].grad().to(kCPU).to(kFloat32);
+        if (run == 0) {
+          first.push_back(grad);
+        } else {
+          INFO("gradient " << i << ", run " << run);
+          CHECK(max(abs(sub(grad, first[i]))).item<float>() == 0.0f);
+        }
+      }
     }
   }
 }

@@ -1,5 +1,6 @@
-// cuda/attention/flash_attention_forward.cuh and flash_attention_backward.cuh compiled as C++ against
-// the CPU emulation, and launched as cuda/attention/flash_attention.cu launches them.
+// cuda/attention/flash_attention_forward.cuh, flash_attention_backward.cuh and
+// flash_attention_grad_q.cuh compiled as C++ against the CPU emulation, and launched as
+// cuda/attention/flash_attention.cu launches them.
 // Every tile shape of the lists, as the GPU check's build compiles them (the emulation's g++ build
 // of them takes seconds).
 #define EMBER_ATTENTION_TILE_SWEEP 1
@@ -11,6 +12,7 @@
 
 #include "cuda/attention/flash_attention_backward.cuh"
 #include "cuda/attention/flash_attention_forward.cuh"
+#include "cuda/attention/flash_attention_grad_q.cuh"
 #include "tests/cuda_emulation/emulated_kernels.h"
 
 namespace ember::cuda_emulation {
@@ -73,6 +75,22 @@ void run_head_dim(int tile_index, const cuda::AttentionLayout& layout, const Att
   }
 }
 
+// The dQ pass, on its one tile shape, over query tiles.
+template <class T, int D>
+void run_grad_q(const cuda::AttentionLayout& layout, const AttentionCall& call, uint64_t seed,
+                unsigned int matrix_blocks) {
+  constexpr cuda::FlashTile tile = cuda::kFlashGradQTile;
+  const cuda::AttentionPointers<T> args = pointers_of<T>(call);
+  const auto query_tiles = static_cast<unsigned int>((layout.target_length + tile.queries - 1) / tile.queries);
+  const dim3 grid(query_tiles, matrix_blocks, 1);
+  launch(
+      grid, dim3(cuda::flash_tile_threads(tile)), cuda::flash_grad_q_plan(D, tile).bytes,
+      [&] {
+        cuda::flash_attention_grad_q<T, D, tile.queries, tile.keys, tile.warps, tile.stages>(layout, args);
+      },
+      seed);
+}
+
 template <cuda::FlashPass Pass>
 void run_pass(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
               const AttentionCall& call, uint64_t seed, unsigned int matrix_blocks) {
@@ -100,6 +118,22 @@ void run_flash_attention_forward(bool float16, int head_dim, int tile_index, con
 void run_flash_attention_backward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
                                   const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks) {
   run_pass<cuda::FlashPass::kBackward>(float16, head_dim, tile_index, layout, call, interleaving_seed, matrix_blocks);
+}
+
+void run_flash_attention_grad_q(bool float16, int head_dim, const cuda::AttentionLayout& layout,
+                                const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks) {
+  if (head_dim != 64 && head_dim != 128) throw std::runtime_error("head dim 64 or 128");
+  if (float16) {
+    if (head_dim == 64)
+      run_grad_q<__half, 64>(layout, call, interleaving_seed, matrix_blocks);
+    else
+      run_grad_q<__half, 128>(layout, call, interleaving_seed, matrix_blocks);
+  } else {
+    if (head_dim == 64)
+      run_grad_q<__nv_bfloat16, 64>(layout, call, interleaving_seed, matrix_blocks);
+    else
+      run_grad_q<__nv_bfloat16, 128>(layout, call, interleaving_seed, matrix_blocks);
+  }
 }
 
 }  // namespace ember::cuda_emulation

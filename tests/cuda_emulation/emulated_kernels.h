@@ -50,4 +50,9 @@ void run_flash_attention_forward(bool float16, int head_dim, int tile_index, con
 void run_flash_attention_backward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
                                   const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks);
 
+// The deterministic mode's dQ pass (cuda/attention/flash_attention_grad_q.cuh, its one tile
+// shape; the grid over query tiles and matrices): adds dQ into call.grad_q.
+void run_flash_attention_grad_q(bool float16, int head_dim, const cuda::AttentionLayout& layout,
+                                const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks);
+
 }  // namespace ember::cuda_emulation

@@ -3,7 +3,9 @@
 // head dims 64 and 128 (and narrower ones padded up to them), lengths that are no multiple of any
 // tile, L != S, causal, bool and additive masks, rows with no key, dropout, heads split off a
 // projection as views, more matrices than blocks, every tile shape the build compiles, and
-// several interleavings of the block's threads.
+// several interleavings of the block's threads. The backward (flash_attention_backward.cuh) and
+// the deterministic mode's dQ pass (flash_attention_grad_q.cuh) on the same cases, against ember's
+// CPU backward in float64.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -37,6 +39,7 @@ struct Case {
   unsigned int matrix_blocks = 0;  // 0: one per matrix
   uint64_t seed = 0;
   bool backward = false;  // also run the backward (tile `tile` of its list) and check the gradients
+  bool deterministic = false;  // the backward without dQ, then dQ by its own pass
 };
 
 // A 16-bit buffer and its values widened to double.
@@ -138,9 +141,30 @@ void check_backward(const Case& c, const cuda::AttentionLayout& layout, cuda_emu
   cuda_emulation::register_global_region(call.v, size_t(M * c.S * c.Ev) * 2);
   cuda_emulation::register_global_region(grad_out.bits.data(), grad_out.bits.size() * 2);
   const unsigned int matrix_blocks = c.matrix_blocks > 0 ? c.matrix_blocks : static_cast<unsigned int>(M);
+  const int head_dim = cuda::flash_head_dim(c.E, c.Ev);
   try {
-    cuda_emulation::run_flash_attention_backward(c.float16, cuda::flash_head_dim(c.E, c.Ev), c.tile, layout, call,
-                                                 c.seed, matrix_blocks);
+    if (c.deterministic) {
+      cuda_emulation::AttentionCall keys_and_values = call;
+      keys_and_values.grad_q = nullptr;
+      cuda_emulation::run_flash_attention_backward(c.float16, head_dim, c.tile, layout, keys_and_values, c.seed,
+                                                   matrix_blocks);
+      cuda_emulation::run_flash_attention_grad_q(c.float16, head_dim, layout, call, c.seed, matrix_blocks);
+      // Again, in another interleaving of the threads and into a buffer that holds values already
+      // (dQ is added into it): the same bits, plus those values.
+      std::vector<float> again(grad_q.size());
+      for (size_t e = 0; e < again.size(); ++e) again[e] = float(e % 7) - 3.0f;
+      cuda_emulation::AttentionCall second = call;
+      second.grad_q = again.data();
+      cuda_emulation::run_flash_attention_grad_q(c.float16, head_dim, layout, second, c.seed + 101, matrix_blocks);
+      for (size_t e = 0; e < again.size(); ++e) {
+        if (again[e] != (float(e % 7) - 3.0f) + grad_q[e]) {
+          FAIL_CHECK("grad_q element " << e << " differs between runs: " << again[e] << " vs " << grad_q[e]);
+          break;
+        }
+      }
+    } else {
+      cuda_emulation::run_flash_attention_backward(c.float16, head_dim, c.tile, layout, call, c.seed, matrix_blocks);
+    }
   } catch (const std::exception& error) {
     cuda_emulation::clear_global_regions();
     FAIL_CHECK(std::string(error.what()));
@@ -159,11 +183,12 @@ void check_backward(const Case& c, const cuda::AttentionLayout& layout, cuda_emu
       difference.worst = std::max(difference.worst, std::fabs(got - reference[e]));
       difference.largest = std::max(difference.largest, std::fabs(reference[e]));
       if (!(std::fabs(got - reference[e]) <= tolerance * std::max(1.0, std::fabs(reference[e])))) {
-        FAIL_CHECK(what << " element " << e << ": " << got << " vs " << reference[e]);
+        FAIL_CHECK(std::string(what) << " element " << e << ": " << got << " vs " << reference[e]);
         return;
       }
     }
-    MESSAGE(c.name << " backward tile " << c.tile << ": " << std::string(what) << " largest difference " << difference.worst
+    MESSAGE(c.name << std::string(c.deterministic ? " deterministic" : "") << " backward tile " << c.tile << ": "
+                   << std::string(what) << " largest difference " << difference.worst
                    << " (largest value " << difference.largest << ")");
   };
   compare("grad_q", grad_q64, [&](int64_t e) { return double(grad_q[size_t(e)]); });
@@ -422,50 +447,29 @@ TEST_CASE("flash attention forward: every tile shape the build compiles, in seve
   }
 }
 
+// The backward's cases: head dims, tails, masks, rows with no key, dropout, views.
+std::vector<Case> backward_cases() {
+  return {
+      {.name = "bf16 d64 L=S=128", .heads = 2, .L = 128, .S = 128, .backward = true},
+      {.name = "f16 d128 L 100 S 77", .batch = 2, .L = 100, .S = 77, .E = 128, .Ev = 128, .float16 = true,
+       .backward = true},
+      {.name = "bf16 E 40 Ev 24 L 33 S 200", .L = 33, .S = 200, .E = 40, .Ev = 24, .backward = true},
+      {.name = "causal f16 d64 L 150 S 150", .L = 150, .S = 150, .mask = MaskKind::kCausal, .float16 = true,
+       .backward = true},
+      {.name = "causal bf16 L 130 S 20", .L = 130, .S = 20, .mask = MaskKind::kCausal, .backward = true},
+      {.name = "bool mask bf16 L 90 S 70", .heads = 2, .L = 90, .S = 70, .mask = MaskKind::kBool, .backward = true},
+      {.name = "additive mask f16 d128 L 65 S 64", .L = 65, .S = 64, .E = 128, .Ev = 128,
+       .mask = MaskKind::kAdditive, .float16 = true, .backward = true},
+      {.name = "dropout 0.2 causal bf16 L=S=80", .heads = 2, .L = 80, .S = 80, .mask = MaskKind::kCausal,
+       .dropout = 0.2, .backward = true},
+      {.name = "heads as views, 6 matrices on 4 blocks", .batch = 2, .heads = 3, .L = 50, .S = 70,
+       .heads_as_views = true, .matrix_blocks = 4, .backward = true},
+      {.name = "L 1 S 1", .L = 1, .S = 1, .E = 64, .Ev = 64, .float16 = true, .backward = true},
+  };
+}
+
 TEST_CASE("flash attention backward: head dims, tails, masks, rows with no key, dropout, views") {
-  run_case({.name = "bf16 d64 L=S=128", .heads = 2, .L = 128, .S = 128, .backward = true});
-  run_case({.name = "f16 d128 L 100 S 77",
-            .batch = 2,
-            .L = 100,
-            .S = 77,
-            .E = 128,
-            .Ev = 128,
-            .float16 = true,
-            .backward = true});
-  run_case({.name = "bf16 E 40 Ev 24 L 33 S 200", .L = 33, .S = 200, .E = 40, .Ev = 24, .backward = true});
-  run_case({.name = "causal f16 d64 L 150 S 150",
-            .L = 150,
-            .S = 150,
-            .mask = MaskKind::kCausal,
-            .float16 = true,
-            .backward = true});
-  run_case({.name = "causal bf16 L 130 S 20", .L = 130, .S = 20, .mask = MaskKind::kCausal, .backward = true});
-  run_case(
-      {.name = "bool mask bf16 L 90 S 70", .heads = 2, .L = 90, .S = 70, .mask = MaskKind::kBool, .backward = true});
-  run_case({.name = "additive mask f16 d128 L 65 S 64",
-            .L = 65,
-            .S = 64,
-            .E = 128,
-            .Ev = 128,
-            .mask = MaskKind::kAdditive,
-            .float16 = true,
-            .backward = true});
-  run_case({.name = "dropout 0.2 causal bf16 L=S=80",
-            .heads = 2,
-            .L = 80,
-            .S = 80,
-            .mask = MaskKind::kCausal,
-            .dropout = 0.2,
-            .backward = true});
-  run_case({.name = "heads as views, 6 matrices on 4 blocks",
-            .batch = 2,
-            .heads = 3,
-            .L = 50,
-            .S = 70,
-            .heads_as_views = true,
-            .matrix_blocks = 4,
-            .backward = true});
-  run_case({.name = "L 1 S 1", .L = 1, .S = 1, .E = 64, .Ev = 64, .float16 = true, .backward = true});
+  for (const Case& c : backward_cases()) run_case(c);
 }
 
 TEST_CASE("flash attention backward: every tile shape the build compiles") {
@@ -486,6 +490,13 @@ TEST_CASE("flash attention backward: every tile shape the build compiles") {
               .tile = tile,
               .seed = uint64_t(tile + 3),
               .backward = true});
+  }
+}
+
+TEST_CASE("flash attention backward, deterministic: dQ by its own pass, the same bits on every run") {
+  for (Case c : backward_cases()) {
+    c.deterministic = true;
+    run_case(c);
   }
 }
 
