@@ -9,7 +9,8 @@
 // the forward with each tile shape of cuda/attention/flash_attention_plan.h's list, as
 // EMBER_ATTENTION_FLASH_TILE chooses, and the backward on its default tile; 1, the WMMA path
 // (cuda/attention/attention_tensor_cores.cu), as EMBER_ATTENTION_FLASH=0 leaves it; 0, the
-// float32-tile kernel, as EMBER_ATTENTION_TENSOR_CORES=0 does.
+// float32-tile kernel, as EMBER_ATTENTION_TENSOR_CORES=0 does. Forward + backward also in the
+// deterministic mode (EMBER_ATTENTION_DETERMINISTIC: dQ by its own pass) on the default tiles.
 //
 // PyTorch's SDPA is timed at the same cases, on the same GPU and in the same check, by
 // benchmarks/side_by_side/torch_attention.py; scripts/gpu_summary.py sets the two side by side.
@@ -98,8 +99,9 @@ void BM_CudaAttentionForwardBackward(benchmark::State& state) {
     for (Tensor* t : {&q, &k, &v}) t->mutable_grad() = Tensor();
     cuda::synchronize();
   }
-  state.counters["FLOP/s"] = benchmark::Counter(
-      kForwardBackwardFlops * attention_flops(batch, length, causal) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  const double flops = kForwardBackwardFlops * attention_flops(batch, length, causal);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 // The classifier's shape, fused and composed; then long sequences, fused only (the composed
@@ -169,11 +171,8 @@ void BM_CudaAttentionBf16Forward(benchmark::State& state) {
       benchmark::Counter::kIsRate);
 }
 
-void BM_CudaAttentionBf16ForwardBackward(benchmark::State& state) {
-  if (skip_without_gpu(state)) return;
-  const AttentionPath path(state.range(0));
-  const bool causal = state.range(1) != 0;
-  const int64_t length = state.range(2), head_dim = state.range(3);
+// Forward + backward of one bfloat16 case on whichever path the settings choose.
+void time_bf16_forward_backward(benchmark::State& state, bool causal, int64_t length, int64_t head_dim) {
   const TensorOptions on_gpu = TensorOptions(kBFloat16).device(Device::cuda(0));
   Tensor q = randn({kBf16Batch, kBf16Heads, length, head_dim}, on_gpu), k = randn_like(q), v = randn_like(q);
   for (Tensor* t : {&q, &k, &v}) t->requires_grad_(true);
@@ -183,9 +182,15 @@ void BM_CudaAttentionBf16ForwardBackward(benchmark::State& state) {
     for (Tensor* t : {&q, &k, &v}) t->mutable_grad() = Tensor();
     cuda::synchronize();
   }
-  state.counters["FLOP/s"] = benchmark::Counter(
-      kForwardBackwardFlops * attention_flops(kBf16Batch, length, causal, kBf16Heads, head_dim) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  const double flops = kForwardBackwardFlops * attention_flops(kBf16Batch, length, causal, kBf16Heads, head_dim);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void BM_CudaAttentionBf16ForwardBackward(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const AttentionPath path(state.range(0));
+  time_bf16_forward_backward(state, state.range(1) != 0, state.range(2), state.range(3));
 }
 
 // Head dim 64 at 1,024 and 4,096, and 128 at 2,048: where PyTorch's SDPA anchors were measured.
@@ -204,6 +209,24 @@ void bf16_cases(benchmark::internal::Benchmark* bench) {
 }
 BENCHMARK(BM_CudaAttentionBf16Forward)->Apply(bf16_cases);
 BENCHMARK(BM_CudaAttentionBf16ForwardBackward)->Apply(bf16_cases);
+
+#ifdef EMBER_WITH_CUDA
+// The deterministic mode on the mma.sync path's default tiles (dQ by its own pass, the scores and
+// dP computed once more): what it costs against BM_CudaAttentionBf16ForwardBackward/path:2.
+void BM_CudaAttentionBf16ForwardBackwardDeterministic(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const AttentionPath path(2);
+  const cuda::AttentionDeterministicScope deterministic(true);
+  time_bf16_forward_backward(state, state.range(0) != 0, state.range(1), state.range(2));
+}
+BENCHMARK(BM_CudaAttentionBf16ForwardBackwardDeterministic)
+    ->ArgNames({"causal", "len", "dim"})
+    ->Args({0, 1024, 64})
+    ->Args({1, 1024, 64})
+    ->Args({0, 2048, 128})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+#endif
 
 }  // namespace
 

@@ -289,11 +289,12 @@ check_harness() {
 # (three ops, cuBLAS products) at the classifier's length, which says whether short sequences
 # should take the fused kernels; bfloat16 at 1,024 and 4,096 (head dim 64) and 2,048 (head dim
 # 128), non-causal on the mma.sync forward with each of its four tile shapes (paths 2-5: the
-# table that chooses the default) and on the WMMA path (1), causal on the default tile.
+# table that chooses the default) and on the WMMA path (1), causal on the default tile; and the
+# deterministic backward's cost on the default tiles.
 check_attention() {
   unpack
   "$BUILD/benchmarks/bench_cuda_attention" \
-    --benchmark_filter='BM_CudaAttention(Forward|ForwardBackward)/fused:(1/causal:0/|0/causal:0/len:128/)|BM_CudaAttentionBf16(Forward|ForwardBackward)/path:([1-5]/causal:0|2/causal:1)/' \
+    --benchmark_filter='BM_CudaAttention(Forward|ForwardBackward)/fused:(1/causal:0/|0/causal:0/len:128/)|BM_CudaAttentionBf16(Forward|ForwardBackward)/path:([1-5]/causal:0|2/causal:1)/|BM_CudaAttentionBf16ForwardBackwardDeterministic/' \
     --benchmark_out="$LOGS/bench-attention.json" --benchmark_out_format=json
 }
 
