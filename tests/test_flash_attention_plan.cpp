@@ -165,4 +165,13 @@ TEST_CASE("the rule: 16-bit, head dims multiples of 8 up to 128, operands cp.asy
   CHECK(flash_operands_aligned(heads, aligned));
 }
 
+TEST_CASE("EMBER_ATTENTION_DETERMINISTIC: on for any value but 0 or empty, off when unset") {
+  CHECK_FALSE(deterministic_requested_by(nullptr));
+  CHECK_FALSE(deterministic_requested_by(""));
+  CHECK_FALSE(deterministic_requested_by("0"));
+  CHECK(deterministic_requested_by("1"));
+  CHECK(deterministic_requested_by("yes"));
+  CHECK(deterministic_requested_by("00"));
+}
+
 }  // namespace

@@ -270,6 +270,13 @@ void set_attention_flash_allowed(bool allowed);
 // off by default, since the pass recomputes the scores). Only the mma.sync path has it.
 bool attention_deterministic();
 void set_attention_deterministic(bool deterministic);
+
+// EMBER_ATTENTION_DETERMINISTIC's value (null when unset) read as the setting: on for any
+// non-empty value but "0".
+inline bool deterministic_requested_by(const char* environment_value) {
+  return environment_value != nullptr && environment_value[0] != '\0' &&
+         !(environment_value[0] == '0' && environment_value[1] == '\0');
+}
 int flash_forward_tile_choice();
 void set_flash_forward_tile_choice(int index);
 int flash_backward_tile_choice();

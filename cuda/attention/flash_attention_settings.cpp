@@ -4,7 +4,6 @@
 // were compiled.
 #include <atomic>
 #include <cstdlib>
-#include <string_view>
 
 #include "cuda/attention/attention_tensor_core_plan.h"
 #include "cuda/attention/flash_attention_plan.h"
@@ -18,8 +17,7 @@ std::atomic<bool>& flash_setting() {
 }
 
 std::atomic<bool>& deterministic_setting() {
-  const char* value = std::getenv("EMBER_ATTENTION_DETERMINISTIC");
-  static std::atomic<bool> deterministic(value != nullptr && value[0] != '\0' && std::string_view(value) != "0");
+  static std::atomic<bool> deterministic(deterministic_requested_by(std::getenv("EMBER_ATTENTION_DETERMINISTIC")));
   return deterministic;
 }
 
