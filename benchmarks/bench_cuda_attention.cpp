@@ -1,7 +1,9 @@
 // Fused attention on CUDA (cuda/attention/attention.cu) against the composed ops on the same GPU, at the
 // sizes the GPU speed figures name: batch 32, 4 heads, head dim 64 at length 128 (the
 // classifier's), and longer sequences (1,024 to 4,096) where the composed form's L x S scores
-// dominate memory. float32; TF32 does not enter (the fused kernels do not use tensor cores).
+// dominate memory. float32: the fused cases once as float32 (the float32-tile kernel) and once with
+// TF32 allowed (argument `tf32`: cuda::set_allow_tf32, under which the mma.sync kernels take
+// float32 on TF32 tensor cores, where they are compiled); the composed form in float32 only.
 //
 // Then bfloat16 at the sizes of the bar: batch 16, 16 heads, head dim 64 at lengths 1,024
 // and 4,096 and head dim 128 at 2,048, on each path in turn (argument `path`): 2 to 5, the
@@ -68,11 +70,24 @@ Tensor split_heads(const Tensor& x) {
   return x.view({x.size(0), x.size(1), kHeads, kHeadDim}).transpose(1, 2);
 }
 
-// Arguments: fused or composed, causal or not, length, batch.
+// TF32 allowed or not for a case's lifetime, then as it was.
+class Tf32Setting {
+ public:
+  explicit Tf32Setting(bool allow) : before_(cuda::allow_tf32()) { cuda::set_allow_tf32(allow); }
+  ~Tf32Setting() { cuda::set_allow_tf32(before_); }
+  Tf32Setting(const Tf32Setting&) = delete;
+  Tf32Setting& operator=(const Tf32Setting&) = delete;
+
+ private:
+  bool before_;
+};
+
+// Arguments: fused or composed, causal or not, length, batch, TF32 allowed or not.
 void BM_CudaAttentionForward(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const bool fused = state.range(0) != 0, causal = state.range(1) != 0;
   const int64_t length = state.range(2), batch = state.range(3);
+  const Tf32Setting tf32(state.range(4) != 0);
   NoGradGuard no_grad;
   const TensorOptions on_gpu = TensorOptions(kFloat32).device(Device::cuda(0));
   const Tensor q = split_heads(randn({batch, length, kHeads * kHeadDim}, on_gpu));
@@ -90,6 +105,7 @@ void BM_CudaAttentionForwardBackward(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const bool fused = state.range(0) != 0, causal = state.range(1) != 0;
   const int64_t length = state.range(2), batch = state.range(3);
+  const Tf32Setting tf32(state.range(4) != 0);
   const TensorOptions on_gpu = TensorOptions(kFloat32).device(Device::cuda(0));
   Tensor q = randn({batch, length, kHeads * kHeadDim}, on_gpu), k = randn_like(q), v = randn_like(q);
   for (Tensor* t : {&q, &k, &v}) t->requires_grad_(true);
@@ -107,12 +123,15 @@ void BM_CudaAttentionForwardBackward(benchmark::State& state) {
 // The classifier's shape, fused and composed; then long sequences, fused only (the composed
 // form's [32, 4, 4096, 4096] float32 scores alone would take 8 GiB).
 void attention_cases(benchmark::internal::Benchmark* bench) {
-  bench->ArgNames({"fused", "causal", "len", "batch"});
-  for (const int64_t fused : {1, 0}) {
-    for (const int64_t causal : {0, 1}) bench->Args({fused, causal, 128, 32});
+  bench->ArgNames({"fused", "causal", "len", "batch", "tf32"});
+  for (const int64_t tf32 : {0, 1}) {
+    for (const int64_t causal : {0, 1}) bench->Args({1, causal, 128, 32, tf32});
   }
+  for (const int64_t causal : {0, 1}) bench->Args({0, causal, 128, 32, 0});
   for (const int64_t length : {1024, 2048, 4096}) {
-    for (const int64_t causal : {0, 1}) bench->Args({1, causal, length, 32});
+    for (const int64_t tf32 : {0, 1}) {
+      for (const int64_t causal : {0, 1}) bench->Args({1, causal, length, 32, tf32});
+    }
   }
   bench->UseRealTime()->Unit(benchmark::kMillisecond);
 }

@@ -155,7 +155,8 @@ def attention_section(out):
 
 # bench_cuda_attention's case names: the bfloat16 cases by path, the float32 ones fused or composed.
 BF16_CASE = re.compile(r"BM_CudaAttentionBf16(Forward|ForwardBackward)/path:(\d+)/causal:(\d)/len:(\d+)/dim:(\d+)")
-FLOAT32_CASE = re.compile(r"BM_CudaAttention(Forward|ForwardBackward)/fused:1/causal:(\d)/len:(\d+)/batch:\d+")
+FLOAT32_CASE = re.compile(
+    r"BM_CudaAttention(Forward|ForwardBackward)/fused:1/causal:(\d)/len:(\d+)/batch:\d+(?:/tf32:(\d))?")
 PATH_NAMES = {0: "float32 tiles", 1: "WMMA"}
 
 
@@ -182,9 +183,10 @@ def ember_attention_rates(out):
             match = FLOAT32_CASE.match(name)
             if not match:
                 continue
-            which, causal, length = match.groups()
+            which, causal, length, tf32 = match.groups()
             key = ("float32", which, causal == "1", int(length), 64)
-            path_name = "fused"
+            # With TF32 allowed the mma.sync kernels take float32 on TF32 tensor cores.
+            path_name = "fused, TF32" if tf32 == "1" else "fused"
         key = key[:1] + ("forward" if key[1] == "Forward" else "forward_backward",) + key[2:]
         rate = b["FLOP/s"] / 1e12
         if key not in best or rate > best[key][0]:

@@ -107,24 +107,29 @@ TEST_CASE("the swizzle keeps a row's chunks and spreads eight rows over eight ba
 }
 
 TEST_CASE("the rule: 16-bit, head dims multiples of 8 up to 128, operands cp.async can copy") {
+  // Which element types the kernels take: 16-bit always, float32 only on TF32 when allowed.
+  CHECK(flash_element_bytes(2, true, false) == 2);
+  CHECK(flash_element_bytes(4, false, true) == 4);
+  CHECK(flash_element_bytes(4, false, false) == 0);
+  CHECK(flash_element_bytes(8, false, true) == 0);  // float64 never
   const FlashTile tile = kFlashTiles64[0];
   const FlashOperands aligned{0x1000, 0x2000, 0x3000};
   const int64_t h100 = 227 * 1024;
   const AttentionLayout layout = contiguous_layout(100, 90, 64, 64);
-  CHECK(attention_uses_flash_forward(true, layout, aligned, 90, h100, tile, true));
-  CHECK_FALSE(attention_uses_flash_forward(false, layout, aligned, 90, h100, tile, true));  // float32
-  CHECK_FALSE(attention_uses_flash_forward(true, layout, aligned, 75, h100, tile, true));   // before sm_80
-  CHECK_FALSE(attention_uses_flash_forward(true, layout, aligned, 90, h100, tile, false));  // switched off
-  CHECK_FALSE(attention_uses_flash_forward(true, layout, aligned, 90, 32 * 1024, tile, true));
-  CHECK_FALSE(attention_uses_flash_forward(true, layout, {0x1008, 0x2000, 0x3000}, 90, h100, tile, true));
+  CHECK(attention_uses_flash_forward(2, layout, aligned, 90, h100, tile, true));
+  CHECK_FALSE(attention_uses_flash_forward(0, layout, aligned, 90, h100, tile, true));  // float32 without TF32
+  CHECK_FALSE(attention_uses_flash_forward(2, layout, aligned, 75, h100, tile, true));   // before sm_80
+  CHECK_FALSE(attention_uses_flash_forward(2, layout, aligned, 90, h100, tile, false));  // switched off
+  CHECK_FALSE(attention_uses_flash_forward(2, layout, aligned, 90, 32 * 1024, tile, true));
+  CHECK_FALSE(attention_uses_flash_forward(2, layout, {0x1008, 0x2000, 0x3000}, 90, h100, tile, true));
   // The backward checks grad_out too, against its own tile's plan.
   const FlashTile backward_tile = kFlashBackwardTiles64[0];
-  CHECK(attention_uses_flash_backward(true, layout, {0x1000, 0x2000, 0x3000, 0x4000}, 90, h100, backward_tile, true));
+  CHECK(attention_uses_flash_backward(2, layout, {0x1000, 0x2000, 0x3000, 0x4000}, 90, h100, backward_tile, true));
   CHECK_FALSE(
-      attention_uses_flash_backward(true, layout, {0x1000, 0x2000, 0x3000, 0x4004}, 90, h100, backward_tile, true));
-  CHECK_FALSE(attention_uses_flash_backward(true, layout, aligned, 90, h100, backward_tile, true));  // no grad_out
+      attention_uses_flash_backward(2, layout, {0x1000, 0x2000, 0x3000, 0x4004}, 90, h100, backward_tile, true));
+  CHECK_FALSE(attention_uses_flash_backward(2, layout, aligned, 90, h100, backward_tile, true));  // no grad_out
   CHECK_FALSE(
-      attention_uses_flash_backward(true, layout, {0x1000, 0x2000, 0x3000, 0x4000}, 90, 40 * 1024, backward_tile, true));
+      attention_uses_flash_backward(2, layout, {0x1000, 0x2000, 0x3000, 0x4000}, 90, 40 * 1024, backward_tile, true));
   // Deterministic, the dQ pass's plan must fit too: at head dim 128 a one-stage backward tile
   // (72 KB) fits in 80 KB where the dQ pass (96 KB) does not.
   const AttentionLayout wide = contiguous_layout(100, 90, 128, 128);
@@ -132,9 +137,9 @@ TEST_CASE("the rule: 16-bit, head dims multiples of 8 up to 128, operands cp.asy
   const FlashTile one_stage{64, 64, 4, 1};
   CHECK(flash_backward_plan(128, one_stage).bytes == 72 * 1024);
   CHECK(flash_grad_q_plan(128, kFlashGradQTile).bytes == 96 * 1024);
-  CHECK(attention_uses_flash_backward(true, wide, with_grad_out, 90, 80 * 1024, one_stage, true, false));
-  CHECK_FALSE(attention_uses_flash_backward(true, wide, with_grad_out, 90, 80 * 1024, one_stage, true, true));
-  CHECK(attention_uses_flash_backward(true, wide, with_grad_out, 90, h100, one_stage, true, true));
+  CHECK(attention_uses_flash_backward(2, wide, with_grad_out, 90, 80 * 1024, one_stage, true, false));
+  CHECK_FALSE(attention_uses_flash_backward(2, wide, with_grad_out, 90, 80 * 1024, one_stage, true, true));
+  CHECK(attention_uses_flash_backward(2, wide, with_grad_out, 90, h100, one_stage, true, true));
 
   CHECK(flash_head_dim(64, 64) == 64);
   CHECK(flash_head_dim(40, 24) == 64);
@@ -163,6 +168,53 @@ TEST_CASE("the rule: 16-bit, head dims multiples of 8 up to 128, operands cp.asy
     heads.row_stride[operand] = 2 * 64;
   }
   CHECK(flash_operands_aligned(heads, aligned));
+}
+
+TEST_CASE("float32 on TF32: plans of 4-byte elements, the swizzle by 4-element chunks, the rule") {
+  // Twice the bytes of the 16-bit plans, element for element.
+  for (const int head_dim : {64, 128}) {
+    for (const FlashTile& tile : kFlashTiles64) {
+      CHECK(flash_forward_plan(head_dim, tile, 4).bytes == 2 * flash_forward_plan(head_dim, tile).bytes);
+      CHECK(flash_grad_q_plan(head_dim, tile, 4).bytes == 2 * flash_grad_q_plan(head_dim, tile).bytes);
+    }
+    for (const FlashTile& tile : kFlashBackwardTiles64) {
+      CHECK(flash_backward_plan(head_dim, tile, 4).bytes == 2 * flash_backward_plan(head_dim, tile).bytes);
+    }
+  }
+  // The default tiles fit an H100's 227 KB at both head dims, the largest the backward at 128:
+  // k, v 32 KB each, two stages of q and dO 128 KB, dS^T 16 KB.
+  const int64_t h100 = 227 * 1024;
+  CHECK(flash_backward_plan(128, kFlashBackwardTiles128[0], 4).bytes == 208 * 1024);
+  CHECK(int64_t(flash_forward_plan(128, kFlashTiles128[0], 4).bytes) <= h100);
+  CHECK(int64_t(flash_grad_q_plan(128, kFlashGradQTile, 4).bytes) <= h100);
+  // A row of 64 floats is 16 chunks of 4: each row keeps its chunks, and the eight rows an ldmatrix
+  // reads at one logical chunk sit in eight bank groups.
+  for (int row = 0; row < 16; ++row) {
+    std::set<int> offsets;
+    for (int col = 0; col < 64; ++col) {
+      const int at = flash_swizzled_offset(row, col, 64, 4);
+      CHECK(at / 64 == row);
+      CHECK(at % 4 == col % 4);
+      offsets.insert(at);
+    }
+    CHECK(offsets.size() == 64);
+  }
+  for (int col = 0; col < 64; col += 4) {
+    std::set<int> bank_groups;
+    for (int r = 0; r < 8; ++r) bank_groups.insert((flash_swizzled_offset(r, col, 64, 4) * 4 / 16) % 8);
+    CHECK(bank_groups.size() == 8);
+  }
+  // The rule with 4-byte elements: 16-byte alignment is 4 elements, and the larger plans must fit.
+  const AttentionLayout layout = contiguous_layout(100, 90, 64, 64);
+  const FlashOperands aligned{0x1000, 0x2000, 0x3000, 0x4000};
+  CHECK(attention_uses_flash_forward(4, layout, aligned, 90, h100, kFlashTiles64[0], true));
+  CHECK(attention_uses_flash_backward(4, layout, aligned, 90, h100, kFlashBackwardTiles64[0], true, true));
+  CHECK_FALSE(attention_uses_flash_forward(4, layout, aligned, 90, 64 * 1024, kFlashTiles64[0], true));  // 96 KB
+  CHECK_FALSE(attention_uses_flash_forward(3, layout, aligned, 90, h100, kFlashTiles64[0], true));
+  AttentionLayout four = layout;
+  four.row_stride[kAttentionV] = 68;  // 272 bytes: whole 16-byte chunks of float32, not of 16-bit
+  CHECK(flash_operands_aligned(four, aligned, 4));
+  CHECK_FALSE(flash_operands_aligned(four, aligned, 2));
 }
 
 TEST_CASE("EMBER_ATTENTION_DETERMINISTIC: on for any value but 0 or empty, off when unset") {

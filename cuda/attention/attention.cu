@@ -26,10 +26,10 @@
 // block produces 64 columns of the outputs (out, or dQ, dK and dV), and the grid's z dimension
 // covers wider head dims. With E, Ev <= 64 (the common case) every tile is loaded once.
 //
-// bfloat16 and float16. Forward and backward each first try the mma.sync kernels of
-// cuda/attention/flash_attention_forward.cuh and flash_attention_backward.cuh (attention_uses_flash_forward
-// and _backward: E and Ev multiples of 8 up to 128, operands cp.async can copy,
-// EMBER_ATTENTION_FLASH not 0). Otherwise: when attention_uses_tensor_cores (cuda/attention/attention_tensor_core_plan.h)
+// bfloat16 and float16 (and float32 while allow_tf32()). Forward and backward each first try the
+// mma.sync kernels of cuda/attention/flash_attention_forward.cuh and flash_attention_backward.cuh
+// (attention_uses_flash_forward and _backward: E and Ev multiples of 8 up to 128, operands
+// cp.async can copy, EMBER_ATTENTION_FLASH not 0); float32 runs them on TF32 tensor cores. Otherwise: when attention_uses_tensor_cores (cuda/attention/attention_tensor_core_plan.h)
 // allows it (E, Ev <= 128 on a device of compute capability 8.0 or more, and
 // EMBER_ATTENTION_TENSOR_CORES is not 0), 16-bit operands take the tensor-core kernels of
 // cuda/attention/attention_tensor_cores.cu (16-bit tiles, WMMA products with float32 accumulation). Otherwise
@@ -48,6 +48,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/cuda.h"
 #include "cuda/attention/attention_device.cuh"
 #include "cuda/attention/attention_tensor_core_plan.h"
 #include "cuda/attention/flash_attention_plan.h"
@@ -445,17 +446,27 @@ bool takes_tensor_cores(const AttentionLayout& layout) {
   }
 }
 
+// The element types the mma.sync kernels are built for: bf16 and f16, and float32 on TF32 (taken
+// only while allow_tf32(), as cuBLAS's float32 products are).
+template <class T>
+inline constexpr bool kHasFlashKernels = kFlashKernelsCompiled && (is_16_bit_element<T> || std::is_same_v<T, float>);
+
+template <class T>
+int flash_element_bytes_now() {
+  return flash_element_bytes(int(sizeof(T)), is_16_bit_element<T>, allow_tf32());
+}
+
 // Whether the mma.sync forward takes this call: the rule of cuda/attention/flash_attention_plan.h
 // for the tile shape chosen now.
 template <class T>
 bool takes_flash_forward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
-  if constexpr (is_16_bit_element<T> && kFlashKernelsCompiled) {
+  if constexpr (kHasFlashKernels<T>) {
     const TensorCoreDevice device = current_tensor_core_device();
     const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
     const FlashTile tile = (head_dim == 64 ? kFlashTiles64 : kFlashTiles128)[flash_forward_tile_choice()];
     const FlashOperands operands{reinterpret_cast<uintptr_t>(args.q), reinterpret_cast<uintptr_t>(args.k),
                                  reinterpret_cast<uintptr_t>(args.v)};
-    return attention_uses_flash_forward(true, layout, operands, device.compute_capability,
+    return attention_uses_flash_forward(flash_element_bytes_now<T>(), layout, operands, device.compute_capability,
                                         device.shared_memory_per_block, tile, attention_flash_allowed());
   } else {
     return false;
@@ -465,14 +476,14 @@ bool takes_flash_forward(const AttentionLayout& layout, const AttentionPointers<
 // Whether the mma.sync backward takes this call (the rule for its tile shape chosen now).
 template <class T>
 bool takes_flash_backward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
-  if constexpr (is_16_bit_element<T> && kFlashKernelsCompiled) {
+  if constexpr (kHasFlashKernels<T>) {
     const TensorCoreDevice device = current_tensor_core_device();
     const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
     const FlashTile tile =
         (head_dim == 64 ? kFlashBackwardTiles64 : kFlashBackwardTiles128)[flash_backward_tile_choice()];
     const FlashOperands operands{reinterpret_cast<uintptr_t>(args.q), reinterpret_cast<uintptr_t>(args.k),
                                  reinterpret_cast<uintptr_t>(args.v), reinterpret_cast<uintptr_t>(args.grad_out)};
-    return attention_uses_flash_backward(true, layout, operands, device.compute_capability,
+    return attention_uses_flash_backward(flash_element_bytes_now<T>(), layout, operands, device.compute_capability,
                                          device.shared_memory_per_block, tile, attention_flash_allowed(),
                                          attention_deterministic());
   } else {
@@ -493,7 +504,7 @@ template <class T>
 void launch_attention_forward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (layout.matrices == 0 || layout.target_length == 0) return;
   if (takes_flash_forward<T>(layout, args)) {
-    if constexpr (is_16_bit_element<T> && kFlashKernelsCompiled) launch_attention_forward_flash(layout, args);
+    if constexpr (kHasFlashKernels<T>) launch_attention_forward_flash(layout, args);
     return;
   }
   if (takes_tensor_cores<T>(layout)) {
@@ -519,7 +530,7 @@ void launch_attention_backward(const AttentionLayout& layout, const AttentionPoi
     check_launch("attention_backward");
   }
   if (takes_flash_backward<T>(layout, args)) {
-    if constexpr (is_16_bit_element<T> && kFlashKernelsCompiled) launch_attention_backward_flash(layout, args);
+    if constexpr (kHasFlashKernels<T>) launch_attention_backward_flash(layout, args);
     return;
   }
   if (takes_tensor_cores<T>(layout)) {

@@ -51,8 +51,9 @@ void allow_shared_memory(Kernel kernel, size_t bytes, const char* op) {
 // The tensor-core path (cuda/attention/attention_tensor_cores.cu), for T = __nv_bfloat16 and __half, when
 // attention_uses_tensor_cores (cuda/attention/attention_tensor_core_plan.h) allows it. The backward's
 // out_dot_grad must be computed already (the launcher in cuda/attention/attention.cu does it).
-// The mma.sync forward (cuda/attention/flash_attention.cu), for T = __nv_bfloat16 and __half, when
-// attention_uses_flash_forward (cuda/attention/flash_attention_plan.h) allows it.
+// The mma.sync forward (cuda/attention/flash_attention_launch.cuh), for T = __nv_bfloat16 and __half,
+// and float on TF32, when attention_uses_flash_forward (cuda/attention/flash_attention_plan.h)
+// allows it.
 template <class T>
 void launch_attention_forward_flash(const AttentionLayout& layout, const AttentionPointers<T>& args);
 // Its backward, when attention_uses_flash_backward allows it; out_dot_grad computed already.

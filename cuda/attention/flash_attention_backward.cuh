@@ -1,4 +1,5 @@
-// Fused attention's backward for bfloat16 and float16 in FlashAttention-2's order, on mma.sync:
+// Fused attention's backward for bfloat16 and float16 (and float32 on TF32, where allowed: see
+// cuda/attention/mma_fragments.cuh) in FlashAttention-2's order, on mma.sync:
 // key blocks outer, dK and dV accumulated in registers over every query tile, the row term
 // D = rowsum(dO o O) computed before (cuda/attention/attention.cu's pre-pass), dQ added into a float32
 // buffer by atomics from registers.
@@ -62,17 +63,18 @@ __global__ void __launch_bounds__(32 * Warps)
   constexpr FlashTile kTile{Queries, Keys, Warps, Stages};
   static_assert(flash_backward_tile_is_valid(kTile), "a tile of whole fragments");
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
+  using F = MmaFragments<T>;
   constexpr int kThreads = 32 * Warps;
   constexpr int kWarpKeys = Keys / Warps;
   constexpr int kM = kWarpKeys / 16;             // m16 fragments of keys per warp
   constexpr int kN = Queries / 8;                // n8 fragments of queries
-  constexpr int kDepth = D / 16;                 // k16 steps over the head dim
+  constexpr int kDepth = D / F::kDepth;          // k steps over the head dim
   constexpr int kOut = D / 8;                    // n8 fragments of dK, dV and dQ
-  constexpr int kSteps = Queries / 16;           // k16 steps over the queries (dV, dK)
+  constexpr int kSteps = Queries / F::kDepth;    // k steps over the queries (dV, dK)
   constexpr int kWarpQueries = Queries / Warps;  // dQ rows per warp
   constexpr int kQ = kWarpQueries / 16;
-  constexpr int kKeySteps = Keys / 16;  // k16 steps over the block's keys (dQ)
-  constexpr FlashBackwardPlan plan = flash_backward_plan(D, kTile);
+  constexpr int kKeySteps = Keys / F::kDepth;  // k steps over the block's keys (dQ)
+  constexpr FlashBackwardPlan plan = flash_backward_plan(D, kTile, sizeof(T));
 
   unsigned char* const shared = dynamic_shared_memory();
   T* const k_tile = reinterpret_cast<T*>(shared + plan.k);
@@ -92,9 +94,6 @@ __global__ void __launch_bounds__(32 * Warps)
   // A causal key j is seen by queries i >= j only.
   const int64_t query_begin = args.is_causal ? key0 : 0;
   const int tiles = query_begin < L ? static_cast<int>((L - query_begin + Queries - 1) / Queries) : 0;
-  // Where a lane's A fragment rows and B fragment rows come from (as in the forward).
-  const int a_row = (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
-  const int b_row = lane % 8, b_col = (lane / 8) * 8;
 
   for (int64_t n = blockIdx.y; n < layout.matrices; n += gridDim.y) {
     copy_tile_async<D, Keys, kThreads>(k_tile, args.k, layout, kAttentionK, n, key0, S, layout.embed);
@@ -144,32 +143,26 @@ __global__ void __launch_bounds__(32 * Warps)
         for (int m = 0; m < kM; ++m) {
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int at = flash_swizzled_offset(warp_key + 16 * m + a_row, 16 * (d + h) + a_col, D);
-            ldmatrix_x4(k_fragments[m][h], k_tile + at);
-            if (need_scores) ldmatrix_x4(v_fragments[m][h], v_tile + at);
+            F::a_from_columns(k_fragments[m][h], k_tile, warp_key + 16 * m, F::kDepth * (d + h), D);
+            if (need_scores) F::a_from_columns(v_fragments[m][h], v_tile, warp_key + 16 * m, F::kDepth * (d + h), D);
           }
         }
         #pragma unroll
         for (int j = 0; j < kN; ++j) {
-          const int at = flash_swizzled_offset(8 * j + b_row, 16 * d + b_col, D);
-          uint32_t q_fragments[4];
-          ldmatrix_x4(q_fragments, q_tile + at);
-          const uint32_t q_first[2] = {q_fragments[0], q_fragments[1]};
-          const uint32_t q_second[2] = {q_fragments[2], q_fragments[3]};
+          uint32_t q_first[2], q_second[2];
+          F::b_pair_from_columns(q_first, q_second, q_tile, 8 * j, F::kDepth * d, D);
           #pragma unroll
           for (int m = 0; m < kM; ++m) {
-            mma_m16n8k16<T>(scores[m][j], k_fragments[m][0], q_first, scores[m][j]);
-            mma_m16n8k16<T>(scores[m][j], k_fragments[m][1], q_second, scores[m][j]);
+            F::mma(scores[m][j], k_fragments[m][0], q_first);
+            F::mma(scores[m][j], k_fragments[m][1], q_second);
           }
           if (need_scores) {
-            uint32_t g_fragments[4];
-            ldmatrix_x4(g_fragments, grad_out_tile + at);
-            const uint32_t g_first[2] = {g_fragments[0], g_fragments[1]};
-            const uint32_t g_second[2] = {g_fragments[2], g_fragments[3]};
+            uint32_t g_first[2], g_second[2];
+            F::b_pair_from_columns(g_first, g_second, grad_out_tile, 8 * j, F::kDepth * d, D);
             #pragma unroll
             for (int m = 0; m < kM; ++m) {
-              mma_m16n8k16<T>(grad_weights[m][j], v_fragments[m][0], g_first, grad_weights[m][j]);
-              mma_m16n8k16<T>(grad_weights[m][j], v_fragments[m][1], g_second, grad_weights[m][j]);
+              F::mma(grad_weights[m][j], v_fragments[m][0], g_first);
+              F::mma(grad_weights[m][j], v_fragments[m][1], g_second);
             }
           }
         }
@@ -210,51 +203,30 @@ __global__ void __launch_bounds__(32 * Warps)
         uint32_t w_fragments[kM][4], ds_fragments[kM][4];
         #pragma unroll
         for (int m = 0; m < kM; ++m) {
-          w_fragments[m][0] = pack_pair<T>(scores[m][2 * s][0], scores[m][2 * s][1]);
-          w_fragments[m][1] = pack_pair<T>(scores[m][2 * s][2], scores[m][2 * s][3]);
-          w_fragments[m][2] = pack_pair<T>(scores[m][2 * s + 1][0], scores[m][2 * s + 1][1]);
-          w_fragments[m][3] = pack_pair<T>(scores[m][2 * s + 1][2], scores[m][2 * s + 1][3]);
-          ds_fragments[m][0] = pack_pair<T>(grad_weights[m][2 * s][0], grad_weights[m][2 * s][1]);
-          ds_fragments[m][1] = pack_pair<T>(grad_weights[m][2 * s][2], grad_weights[m][2 * s][3]);
-          ds_fragments[m][2] = pack_pair<T>(grad_weights[m][2 * s + 1][0], grad_weights[m][2 * s + 1][1]);
-          ds_fragments[m][3] = pack_pair<T>(grad_weights[m][2 * s + 1][2], grad_weights[m][2 * s + 1][3]);
+          F::a_from_accumulators(w_fragments[m], scores[m], s);
+          F::a_from_accumulators(ds_fragments[m], grad_weights[m], s);
           if (args.grad_q != nullptr) {
-            // Registers 0-3 hold (key g, queries 16 s + pair), (g + 8, same), (g, + 8), (g + 8, + 8).
-            const int key_row = warp_key + 16 * m + group;
-            store_shared_32(grad_scores_tile + flash_swizzled_offset(key_row, 16 * s + pair, Queries),
-                            ds_fragments[m][0]);
-            store_shared_32(grad_scores_tile + flash_swizzled_offset(key_row + 8, 16 * s + pair, Queries),
-                            ds_fragments[m][1]);
-            store_shared_32(grad_scores_tile + flash_swizzled_offset(key_row, 16 * s + 8 + pair, Queries),
-                            ds_fragments[m][2]);
-            store_shared_32(grad_scores_tile + flash_swizzled_offset(key_row + 8, 16 * s + 8 + pair, Queries),
-                            ds_fragments[m][3]);
+            F::store_a(grad_scores_tile, ds_fragments[m], warp_key + 16 * m, F::kDepth * s, Queries);
           }
         }
-        const int row = 16 * s + a_row;
         #pragma unroll
         for (int o = 0; o < kOut; o += 2) {
-          const int at = flash_swizzled_offset(row, 8 * o + a_col, D);
           if (args.grad_v != nullptr) {
-            uint32_t g_fragments[4];
-            ldmatrix_x4(g_fragments, grad_out_tile + at, true);
-            const uint32_t first[2] = {g_fragments[0], g_fragments[1]};
-            const uint32_t second[2] = {g_fragments[2], g_fragments[3]};
+            uint32_t first[2], second[2];
+            F::b_pair_from_rows(first, second, grad_out_tile, F::kDepth * s, 8 * o, D);
             #pragma unroll
             for (int m = 0; m < kM; ++m) {
-              mma_m16n8k16<T>(grad_v[m][o], w_fragments[m], first, grad_v[m][o]);
-              mma_m16n8k16<T>(grad_v[m][o + 1], w_fragments[m], second, grad_v[m][o + 1]);
+              F::mma(grad_v[m][o], w_fragments[m], first);
+              F::mma(grad_v[m][o + 1], w_fragments[m], second);
             }
           }
           if (args.grad_k != nullptr) {
-            uint32_t q_fragments[4];
-            ldmatrix_x4(q_fragments, q_tile + at, true);
-            const uint32_t first[2] = {q_fragments[0], q_fragments[1]};
-            const uint32_t second[2] = {q_fragments[2], q_fragments[3]};
+            uint32_t first[2], second[2];
+            F::b_pair_from_rows(first, second, q_tile, F::kDepth * s, 8 * o, D);
             #pragma unroll
             for (int m = 0; m < kM; ++m) {
-              mma_m16n8k16<T>(grad_k[m][o], ds_fragments[m], first, grad_k[m][o]);
-              mma_m16n8k16<T>(grad_k[m][o + 1], ds_fragments[m], second, grad_k[m][o + 1]);
+              F::mma(grad_k[m][o], ds_fragments[m], first);
+              F::mma(grad_k[m][o + 1], ds_fragments[m], second);
             }
           }
         }
@@ -270,21 +242,16 @@ __global__ void __launch_bounds__(32 * Warps)
           zero_fill(grad_q);
           #pragma unroll
           for (int ks = 0; ks < kKeySteps; ++ks) {
-            // dS's A fragment (queries x keys) is dS^T's 16 x 16 block read transposed: matrix m
-            // of the x4 is stored rows (keys) 8 (m / 2) on, columns (queries) 8 (m % 2) on.
+            // dS's A fragment (queries x keys) from dS^T's rows (the keys); k's B fragments from
+            // its rows too.
             uint32_t a[4];
-            ldmatrix_x4(a,
-                        grad_scores_tile + flash_swizzled_offset(16 * ks + (lane % 8) + (lane / 16) * 8,
-                                                                 query_in + ((lane / 8) % 2) * 8, Queries),
-                        true);
+            F::a_from_rows(a, grad_scores_tile, F::kDepth * ks, query_in, Queries);
             #pragma unroll
             for (int o = 0; o < kOut; o += 2) {
-              uint32_t b[4];
-              ldmatrix_x4(b, k_tile + flash_swizzled_offset(16 * ks + a_row, 8 * o + a_col, D), true);
-              const uint32_t first[2] = {b[0], b[1]};
-              const uint32_t second[2] = {b[2], b[3]};
-              mma_m16n8k16<T>(grad_q[0][o], a, first, grad_q[0][o]);
-              mma_m16n8k16<T>(grad_q[0][o + 1], a, second, grad_q[0][o + 1]);
+              uint32_t first[2], second[2];
+              F::b_pair_from_rows(first, second, k_tile, F::kDepth * ks, 8 * o, D);
+              F::mma(grad_q[0][o], a, first);
+              F::mma(grad_q[0][o + 1], a, second);
             }
           }
           #pragma unroll

@@ -1,5 +1,8 @@
 // Fused attention's forward for bfloat16 and float16 in FlashAttention-2's design, on mma.sync:
-// the scores S, the weights P and the output accumulator O never leave registers.
+// the scores S, the weights P and the output accumulator O never leave registers. float32 runs
+// the same kernel on TF32 tensor cores where the user allows TF32 (cuda/attention/mma_fragments.cuh
+// holds what differs: the product's k, how fragments are loaded, the rounding to TF32); below,
+// "k16" is k8 for it, and P v's operand from the weights is their TF32 rounding.
 //
 // A block takes `Queries` queries of one matrix with `Warps` warps; warp w owns the queries
 // [w R, w R + R), R = Queries / Warps, as R / 16 m16 fragments. The block walks the keys `Keys`
@@ -38,6 +41,7 @@
 
 #include "cuda/attention/attention_scores.cuh"
 #include "cuda/attention/flash_attention_plan.h"
+#include "cuda/attention/mma_fragments.cuh"
 #include "cuda/common/tensor_core_ops.cuh"
 
 // The device code exists where mma.sync and cp.async do (compute capability 8.0), and under the
@@ -54,21 +58,23 @@ inline constexpr float kLog2E = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
 
 // Rows [row0, row0 + Rows) and columns [0, D) of matrix n of `operand` into a swizzled tile, by
-// cp.async: one 16-byte chunk (8 elements) per copy, zeros past `rows` and `cols` (cols is a
-// multiple of 8, so a chunk is wholly inside or wholly outside). Not waited for.
+// cp.async: one 16-byte chunk (8 elements of 16 bits, 4 of float32) per copy, zeros past `rows`
+// and `cols` (cols is a multiple of 8, so a chunk is wholly inside or wholly outside). Not waited
+// for.
 template <int D, int Rows, int Threads, class T>
 __device__ __forceinline__ void copy_tile_async(T* tile, const T* data, const AttentionLayout& layout, int operand,
                                                 int64_t n, int64_t row0, int64_t rows, int64_t cols) {
-  constexpr int kChunks = D / 8;
+  constexpr int kChunk = MmaFragments<T>::kChunk;
+  constexpr int kChunks = D / kChunk;
   const T* matrix = data + layout.matrix_offset(operand, n);
   const int64_t row_stride = layout.row_stride[operand];
   for (int item = threadIdx.x; item < Rows * kChunks; item += Threads) {
-    const int r = item / kChunks, col = (item % kChunks) * 8;
+    const int r = item / kChunks, col = (item % kChunks) * kChunk;
     const int64_t row = row0 + r;
     const bool inside = row < rows && col < cols;
     // Outside, nothing is read (0 source bytes): the matrix's start stands in as the address.
     const T* source = inside ? matrix + row * row_stride + col : matrix;
-    cp_async_16(tile + flash_swizzled_offset(r, col, D), source, inside ? 16 : 0);
+    cp_async_16(tile + MmaFragments<T>::swizzled(r, col, D), source, inside ? 16 : 0);
   }
 }
 
@@ -121,14 +127,15 @@ __global__ void __launch_bounds__(32 * Warps)
   constexpr FlashTile kTile{Queries, Keys, Warps, Stages};
   static_assert(flash_tile_is_valid(kTile), "a tile of whole fragments");
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
+  using F = MmaFragments<T>;
   constexpr int kThreads = 32 * Warps;
   constexpr int kWarpRows = Queries / Warps;
-  constexpr int kM = kWarpRows / 16;  // m16 fragments of queries per warp
-  constexpr int kN = Keys / 8;        // n8 fragments of scores
-  constexpr int kDepth = D / 16;      // k16 steps of q k^T
-  constexpr int kOut = D / 8;         // n8 fragments of the output
-  constexpr int kSteps = Keys / 16;   // k16 steps of P v
-  constexpr FlashForwardPlan plan = flash_forward_plan(D, kTile);
+  constexpr int kM = kWarpRows / 16;       // m16 fragments of queries per warp
+  constexpr int kN = Keys / 8;             // n8 fragments of scores
+  constexpr int kDepth = D / F::kDepth;    // k steps of q k^T
+  constexpr int kOut = D / 8;              // n8 fragments of the output
+  constexpr int kSteps = Keys / F::kDepth;  // k steps of P v
+  constexpr FlashForwardPlan plan = flash_forward_plan(D, kTile, sizeof(T));
 
   unsigned char* const shared = dynamic_shared_memory();
   T* const q_tile = reinterpret_cast<T*>(shared + plan.q);
@@ -170,35 +177,30 @@ __global__ void __launch_bounds__(32 * Warps)
       const T* const v_tile = v_tiles + (tile % Stages) * Keys * D;
 
       if (tile == 0) {
-        // q's A fragments: matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols
-        // 8-15), (rows 8-15, cols 8-15) of each 16 x 16 block, lanes 8m .. 8m + 7 giving the rows.
-        const int row_in = (lane % 8) + ((lane / 8) % 2) * 8, col_in = (lane / 16) * 8;
+        // q's A fragments, once per matrix.
         #pragma unroll
         for (int m = 0; m < kM; ++m) {
           #pragma unroll
           for (int d = 0; d < kDepth; ++d) {
-            ldmatrix_x4(q_fragments[m][d],
-                        q_tile + flash_swizzled_offset(warp_row + 16 * m + row_in, 16 * d + col_in, D));
+            F::a_from_columns(q_fragments[m][d], q_tile, warp_row + 16 * m, F::kDepth * d, D);
           }
         }
       }
 
       // S = q k^T. k's B fragments: the 8 keys of fragment j are B's 8 columns, each a row of
-      // k; one ldmatrix.x4 gives two k16 steps (columns 16 d .. 16 d + 31 of those rows).
+      // k; one load gives two k steps.
       float scores[kM][kN][4];
       zero_fill(scores);
       #pragma unroll
       for (int j = 0; j < kN; ++j) {
         #pragma unroll
         for (int d = 0; d < kDepth; d += 2) {
-          uint32_t k_fragments[4];
-          ldmatrix_x4(k_fragments, k_tile + flash_swizzled_offset(8 * j + lane % 8, 16 * d + (lane / 8) * 8, D));
-          const uint32_t first[2] = {k_fragments[0], k_fragments[1]};
-          const uint32_t second[2] = {k_fragments[2], k_fragments[3]};
+          uint32_t first[2], second[2];
+          F::b_pair_from_columns(first, second, k_tile, 8 * j, F::kDepth * d, D);
           #pragma unroll
           for (int m = 0; m < kM; ++m) {
-            mma_m16n8k16<T>(scores[m][j], q_fragments[m][d], first, scores[m][j]);
-            mma_m16n8k16<T>(scores[m][j], q_fragments[m][d + 1], second, scores[m][j]);
+            F::mma(scores[m][j], q_fragments[m][d], first);
+            F::mma(scores[m][j], q_fragments[m][d + 1], second);
           }
         }
       }
@@ -278,30 +280,21 @@ __global__ void __launch_bounds__(32 * Warps)
         }
       }
 
-// O += P v. P's A fragment for keys [16 s, 16 s + 16) is score fragments 2 s and 2 s + 1;
-// v's B fragments by ldmatrix.trans: matrices (keys 0-7, cols c), (keys 8-15, cols c),
-// (keys 0-7, cols c + 8), (keys 8-15, cols c + 8) give output fragments c / 8 and c / 8 + 1.
+// O += P v. P's A fragment for the keys of step s comes from the score fragments in registers;
+// v's B fragments from its rows (the keys), two output fragments (16 columns) a load.
       #pragma unroll
       for (int s = 0; s < kSteps; ++s) {
         uint32_t p_fragments[kM][4];
         #pragma unroll
-        for (int m = 0; m < kM; ++m) {
-          p_fragments[m][0] = pack_pair<T>(scores[m][2 * s][0], scores[m][2 * s][1]);
-          p_fragments[m][1] = pack_pair<T>(scores[m][2 * s][2], scores[m][2 * s][3]);
-          p_fragments[m][2] = pack_pair<T>(scores[m][2 * s + 1][0], scores[m][2 * s + 1][1]);
-          p_fragments[m][3] = pack_pair<T>(scores[m][2 * s + 1][2], scores[m][2 * s + 1][3]);
-        }
-        const int key_in = 16 * s + (lane % 8) + ((lane / 8) % 2) * 8, col_in = (lane / 16) * 8;
+        for (int m = 0; m < kM; ++m) F::a_from_accumulators(p_fragments[m], scores[m], s);
         #pragma unroll
         for (int o = 0; o < kOut; o += 2) {
-          uint32_t v_fragments[4];
-          ldmatrix_x4(v_fragments, v_tile + flash_swizzled_offset(key_in, 8 * o + col_in, D), true);
-          const uint32_t first[2] = {v_fragments[0], v_fragments[1]};
-          const uint32_t second[2] = {v_fragments[2], v_fragments[3]};
+          uint32_t first[2], second[2];
+          F::b_pair_from_rows(first, second, v_tile, F::kDepth * s, 8 * o, D);
           #pragma unroll
           for (int m = 0; m < kM; ++m) {
-            mma_m16n8k16<T>(acc[m][o], p_fragments[m], first, acc[m][o]);
-            mma_m16n8k16<T>(acc[m][o + 1], p_fragments[m], second, acc[m][o + 1]);
+            F::mma(acc[m][o], p_fragments[m], first);
+            F::mma(acc[m][o + 1], p_fragments[m], second);
           }
         }
       }

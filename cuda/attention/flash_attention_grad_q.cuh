@@ -37,14 +37,15 @@ __global__ void __launch_bounds__(32 * Warps)
   constexpr FlashTile kTile{Queries, Keys, Warps, Stages};
   static_assert(flash_tile_is_valid(kTile), "a tile of whole fragments");
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
+  using F = MmaFragments<T>;
   constexpr int kThreads = 32 * Warps;
   constexpr int kWarpRows = Queries / Warps;
-  constexpr int kM = kWarpRows / 16;  // m16 fragments of queries per warp
-  constexpr int kN = Keys / 8;        // n8 fragments of scores
-  constexpr int kDepth = D / 16;      // k16 steps of q k^T and dO v^T
-  constexpr int kOut = D / 8;         // n8 fragments of dQ
-  constexpr int kSteps = Keys / 16;   // k16 steps of dS k
-  constexpr FlashGradQPlan plan = flash_grad_q_plan(D, kTile);
+  constexpr int kM = kWarpRows / 16;        // m16 fragments of queries per warp
+  constexpr int kN = Keys / 8;              // n8 fragments of scores
+  constexpr int kDepth = D / F::kDepth;     // k steps of q k^T and dO v^T
+  constexpr int kOut = D / 8;               // n8 fragments of dQ
+  constexpr int kSteps = Keys / F::kDepth;  // k steps of dS k
+  constexpr FlashGradQPlan plan = flash_grad_q_plan(D, kTile, sizeof(T));
 
   unsigned char* const shared = dynamic_shared_memory();
   T* const q_tile = reinterpret_cast<T*>(shared + plan.q);
@@ -61,8 +62,6 @@ __global__ void __launch_bounds__(32 * Warps)
   const bool no_mask = !args.is_causal && args.allowed == nullptr && args.added == nullptr;
   const int64_t key_end = args.is_causal && row0 + Queries < S ? row0 + Queries : S;
   const int tiles = static_cast<int>((key_end + Keys - 1) / Keys);
-  // Where a lane's A fragment rows (q, dO, and the k rows of dS k) come from.
-  const int a_row = (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
 
   for (int64_t n = blockIdx.y; n < layout.matrices; n += gridDim.y) {
     copy_tile_async<D, Queries, kThreads>(q_tile, args.q, layout, kAttentionQ, n, row0, L, layout.embed);
@@ -104,27 +103,21 @@ __global__ void __launch_bounds__(32 * Warps)
         for (int m = 0; m < kM; ++m) {
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int at = flash_swizzled_offset(warp_row + 16 * m + a_row, 16 * (d + h) + a_col, D);
-            ldmatrix_x4(q_fragments[m][h], q_tile + at);
-            ldmatrix_x4(g_fragments[m][h], grad_out_tile + at);
+            F::a_from_columns(q_fragments[m][h], q_tile, warp_row + 16 * m, F::kDepth * (d + h), D);
+            F::a_from_columns(g_fragments[m][h], grad_out_tile, warp_row + 16 * m, F::kDepth * (d + h), D);
           }
         }
         #pragma unroll
         for (int j = 0; j < kN; ++j) {
-          const int at = flash_swizzled_offset(8 * j + lane % 8, 16 * d + (lane / 8) * 8, D);
-          uint32_t k_fragments[4], v_fragments[4];
-          ldmatrix_x4(k_fragments, k_tile + at);
-          ldmatrix_x4(v_fragments, v_tile + at);
-          const uint32_t k_first[2] = {k_fragments[0], k_fragments[1]};
-          const uint32_t k_second[2] = {k_fragments[2], k_fragments[3]};
-          const uint32_t v_first[2] = {v_fragments[0], v_fragments[1]};
-          const uint32_t v_second[2] = {v_fragments[2], v_fragments[3]};
+          uint32_t k_first[2], k_second[2], v_first[2], v_second[2];
+          F::b_pair_from_columns(k_first, k_second, k_tile, 8 * j, F::kDepth * d, D);
+          F::b_pair_from_columns(v_first, v_second, v_tile, 8 * j, F::kDepth * d, D);
           #pragma unroll
           for (int m = 0; m < kM; ++m) {
-            mma_m16n8k16<T>(scores[m][j], q_fragments[m][0], k_first, scores[m][j]);
-            mma_m16n8k16<T>(scores[m][j], q_fragments[m][1], k_second, scores[m][j]);
-            mma_m16n8k16<T>(grad_weights[m][j], g_fragments[m][0], v_first, grad_weights[m][j]);
-            mma_m16n8k16<T>(grad_weights[m][j], g_fragments[m][1], v_second, grad_weights[m][j]);
+            F::mma(scores[m][j], q_fragments[m][0], k_first);
+            F::mma(scores[m][j], q_fragments[m][1], k_second);
+            F::mma(grad_weights[m][j], g_fragments[m][0], v_first);
+            F::mma(grad_weights[m][j], g_fragments[m][1], v_second);
           }
         }
       }
@@ -154,28 +147,21 @@ __global__ void __launch_bounds__(32 * Warps)
         }
       }
 
-      // 3. dQ += dS k. dS's A fragment for keys [16 s, 16 s + 16) is fragments 2 s and 2 s + 1;
-      // k's B fragments by ldmatrix.trans, as the forward's v.
+      // 3. dQ += dS k. dS's A fragment for the keys of step s comes from its fragments in
+      // registers; k's B fragments from its rows, as the forward's v.
       #pragma unroll
       for (int s = 0; s < kSteps; ++s) {
         uint32_t ds_fragments[kM][4];
         #pragma unroll
-        for (int m = 0; m < kM; ++m) {
-          ds_fragments[m][0] = pack_pair<T>(grad_weights[m][2 * s][0], grad_weights[m][2 * s][1]);
-          ds_fragments[m][1] = pack_pair<T>(grad_weights[m][2 * s][2], grad_weights[m][2 * s][3]);
-          ds_fragments[m][2] = pack_pair<T>(grad_weights[m][2 * s + 1][0], grad_weights[m][2 * s + 1][1]);
-          ds_fragments[m][3] = pack_pair<T>(grad_weights[m][2 * s + 1][2], grad_weights[m][2 * s + 1][3]);
-        }
+        for (int m = 0; m < kM; ++m) F::a_from_accumulators(ds_fragments[m], grad_weights[m], s);
         #pragma unroll
         for (int o = 0; o < kOut; o += 2) {
-          uint32_t k_fragments[4];
-          ldmatrix_x4(k_fragments, k_tile + flash_swizzled_offset(16 * s + a_row, 8 * o + a_col, D), true);
-          const uint32_t first[2] = {k_fragments[0], k_fragments[1]};
-          const uint32_t second[2] = {k_fragments[2], k_fragments[3]};
+          uint32_t first[2], second[2];
+          F::b_pair_from_rows(first, second, k_tile, F::kDepth * s, 8 * o, D);
           #pragma unroll
           for (int m = 0; m < kM; ++m) {
-            mma_m16n8k16<T>(grad_q[m][o], ds_fragments[m], first, grad_q[m][o]);
-            mma_m16n8k16<T>(grad_q[m][o + 1], ds_fragments[m], second, grad_q[m][o + 1]);
+            F::mma(grad_q[m][o], ds_fragments[m], first);
+            F::mma(grad_q[m][o + 1], ds_fragments[m], second);
           }
         }
       }

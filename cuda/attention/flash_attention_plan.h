@@ -99,7 +99,7 @@ enum class FlashPass { kForward, kBackward };
 
 // Calls visitor.template run<Queries, Keys, Warps, Stages>() for tile `index` of the list for
 // head dim D and the pass (the kernel's template arguments are compile-time, the choice is not):
-// one switch, shared by the launchers (cuda/attention/flash_attention.cu) and the CPU emulation's.
+// one switch, shared by the launchers (cuda/attention/flash_attention_launch.cuh) and the CPU emulation's.
 // Returns false for an index past the list.
 template <int D, FlashPass Pass, class Visitor>
 bool visit_flash_tile(int index, Visitor&& visitor) {
@@ -144,43 +144,50 @@ EMBER_ATTENTION_HOST_DEVICE constexpr int flash_head_dim(int64_t embed, int64_t 
   return widest <= 64 ? 64 : 128;
 }
 
-// Element index of (row, col) in a tile of 16-bit rows `head_dim` long, col a multiple of 8 (one
-// 16-byte chunk): chunk c of row r is stored at chunk c ^ (r % 8). The eight rows an ldmatrix reads
-// at one logical chunk then sit in eight different 16-byte bank groups, so it runs without bank
-// conflicts; a row keeps its chunks (head_dim / 8 >= 8 of them), only their order changes.
-EMBER_ATTENTION_HOST_DEVICE constexpr int flash_swizzled_offset(int row, int col, int head_dim) {
-  return row * head_dim + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7));
+// Element index of (row, col) in a tile of rows `width` elements long, stored in 16-byte chunks of
+// `chunk` elements (8 of 16 bits, 4 of float32): chunk c of row r is stored at chunk c ^ (r % 8).
+// The eight rows an ldmatrix reads at one logical chunk then sit in eight different 16-byte bank
+// groups, so it runs without bank conflicts; a row keeps its chunks (width / chunk >= 8 of them),
+// only their order changes.
+EMBER_ATTENTION_HOST_DEVICE constexpr int flash_swizzled_offset(int row, int col, int width, int chunk = 8) {
+  return row * width + (((col / chunk) ^ (row & 7)) * chunk + col % chunk);
 }
 
 // Byte offsets of the forward's buffers: the q tile (queries x head_dim), then `stages` k tiles and
-// `stages` v tiles (keys x head_dim each), all 16-bit.
+// `stages` v tiles (keys x head_dim each), of elements `element_bytes` wide (2, or 4 for float32
+// on TF32).
 struct FlashForwardPlan {
   size_t q = 0, k = 0, v = 0, bytes = 0;
 };
 
-EMBER_ATTENTION_HOST_DEVICE constexpr FlashForwardPlan flash_forward_plan(int head_dim, const FlashTile& tile) {
+EMBER_ATTENTION_HOST_DEVICE constexpr FlashForwardPlan flash_forward_plan(int head_dim, const FlashTile& tile,
+                                                                          int element_bytes = 2) {
+  const size_t row = size_t(head_dim) * element_bytes;
   FlashForwardPlan plan;
   plan.q = 0;
-  plan.k = plan.q + size_t(tile.queries) * head_dim * 2;
-  plan.v = plan.k + size_t(tile.stages) * tile.keys * head_dim * 2;
-  plan.bytes = plan.v + size_t(tile.stages) * tile.keys * head_dim * 2;
+  plan.k = plan.q + tile.queries * row;
+  plan.v = plan.k + tile.stages * tile.keys * row;
+  plan.bytes = plan.v + tile.stages * tile.keys * row;
   return plan;
 }
 
 // Byte offsets of the backward's buffers: the block's k and v tiles (keys x head_dim), `stages`
-// q and grad_out tiles (queries x head_dim), and dS^T (keys x queries), all 16-bit and swizzled.
+// q and grad_out tiles (queries x head_dim), and dS^T (keys x queries), all swizzled, of elements
+// `element_bytes` wide.
 struct FlashBackwardPlan {
   size_t k = 0, v = 0, q = 0, grad_out = 0, grad_scores = 0, bytes = 0;
 };
 
-EMBER_ATTENTION_HOST_DEVICE constexpr FlashBackwardPlan flash_backward_plan(int head_dim, const FlashTile& tile) {
+EMBER_ATTENTION_HOST_DEVICE constexpr FlashBackwardPlan flash_backward_plan(int head_dim, const FlashTile& tile,
+                                                                            int element_bytes = 2) {
+  const size_t row = size_t(head_dim) * element_bytes;
   FlashBackwardPlan plan;
   plan.k = 0;
-  plan.v = plan.k + size_t(tile.keys) * head_dim * 2;
-  plan.q = plan.v + size_t(tile.keys) * head_dim * 2;
-  plan.grad_out = plan.q + size_t(tile.stages) * tile.queries * head_dim * 2;
-  plan.grad_scores = plan.grad_out + size_t(tile.stages) * tile.queries * head_dim * 2;
-  plan.bytes = plan.grad_scores + size_t(tile.keys) * tile.queries * 2;
+  plan.v = plan.k + tile.keys * row;
+  plan.q = plan.v + tile.keys * row;
+  plan.grad_out = plan.q + tile.stages * tile.queries * row;
+  plan.grad_scores = plan.grad_out + tile.stages * tile.queries * row;
+  plan.bytes = plan.grad_scores + size_t(tile.keys) * tile.queries * element_bytes;
   return plan;
 }
 
@@ -190,18 +197,21 @@ EMBER_ATTENTION_HOST_DEVICE constexpr FlashBackwardPlan flash_backward_plan(int 
 inline constexpr FlashTile kFlashGradQTile{64, 64, 4, 2};
 
 // Byte offsets of the dQ pass's buffers: the q and grad_out tiles (queries x head_dim), then
-// `stages` k tiles and `stages` v tiles (keys x head_dim), all 16-bit and swizzled.
+// `stages` k tiles and `stages` v tiles (keys x head_dim), all swizzled, of elements
+// `element_bytes` wide.
 struct FlashGradQPlan {
   size_t q = 0, grad_out = 0, k = 0, v = 0, bytes = 0;
 };
 
-EMBER_ATTENTION_HOST_DEVICE constexpr FlashGradQPlan flash_grad_q_plan(int head_dim, const FlashTile& tile) {
+EMBER_ATTENTION_HOST_DEVICE constexpr FlashGradQPlan flash_grad_q_plan(int head_dim, const FlashTile& tile,
+                                                                      int element_bytes = 2) {
+  const size_t row = size_t(head_dim) * element_bytes;
   FlashGradQPlan plan;
   plan.q = 0;
-  plan.grad_out = plan.q + size_t(tile.queries) * head_dim * 2;
-  plan.k = plan.grad_out + size_t(tile.queries) * head_dim * 2;
-  plan.v = plan.k + size_t(tile.stages) * tile.keys * head_dim * 2;
-  plan.bytes = plan.v + size_t(tile.stages) * tile.keys * head_dim * 2;
+  plan.grad_out = plan.q + tile.queries * row;
+  plan.k = plan.grad_out + tile.queries * row;
+  plan.v = plan.k + tile.stages * tile.keys * row;
+  plan.bytes = plan.v + tile.stages * tile.keys * row;
   return plan;
 }
 
@@ -212,56 +222,71 @@ struct FlashOperands {
 };
 
 // Whether q, k and v can be copied 16 bytes at a time: unit column stride, and every row and
-// batch stride and the start 16-byte aligned (8 elements). Heads split off a projection as views
-// are (their strides are multiples of the head dim).
-inline bool flash_operands_aligned(const AttentionLayout& layout, const FlashOperands& operands) {
+// batch stride and the start 16-byte aligned (8 elements of 16 bits, 4 of float32). Heads split
+// off a projection as views are (their strides are multiples of the head dim).
+inline bool flash_operands_aligned(const AttentionLayout& layout, const FlashOperands& operands,
+                                   int element_bytes = 2) {
+  const int chunk = 16 / element_bytes;
   const int operand_of[4] = {kAttentionQ, kAttentionK, kAttentionV, kAttentionGradOut};
   const uintptr_t address_of[4] = {operands.q, operands.k, operands.v, operands.grad_out};
   for (int o = 0; o < (operands.grad_out != 0 ? 4 : 3); ++o) {
     const int operand = operand_of[o];
-    if (address_of[o] % 16 != 0 || layout.col_stride[operand] != 1 || layout.row_stride[operand] % 8 != 0) {
+    if (address_of[o] % 16 != 0 || layout.col_stride[operand] != 1 || layout.row_stride[operand] % chunk != 0) {
       return false;
     }
     for (int d = 0; d < layout.batch_dims; ++d) {
-      if (layout.batch_strides[operand][d] % 8 != 0) return false;
+      if (layout.batch_strides[operand][d] % chunk != 0) return false;
     }
   }
   return true;
 }
 
-// The rule: 16-bit operands; E and Ev multiples of 8 up to 128; operands aligned for cp.async; a
-// device of compute capability 8.0 or more whose blocks may have the plan's shared memory; the
-// path not switched off (EMBER_ATTENTION_FLASH=0). Otherwise the WMMA path or the float32-tile
-// kernel runs (attention_uses_tensor_cores). The log-sum-exp it writes is the one the other
-// paths write, so any backward can follow it.
-inline bool attention_uses_flash_forward(bool sixteen_bit, const AttentionLayout& layout, const FlashOperands& operands,
-                                         int compute_capability, int64_t shared_memory_per_block, const FlashTile& tile,
-                                         bool allowed) {
-  if (!allowed || !sixteen_bit || compute_capability < 80) return false;
+// The bytes of an element the mma.sync kernels take for an element type: 2 for bfloat16 and
+// float16; 4 for float32 when the user allows TF32 (set_allow_tf32, as for matrix products: the
+// products of q k^T, P v and the backward's then round their operands to 10 fraction bits, the
+// softmax and every sum staying float32); 0 otherwise (the kernels do not take it).
+inline int flash_element_bytes(int element_size, bool is_floating_16_bit, bool tf32_allowed) {
+  if (is_floating_16_bit) return 2;
+  if (element_size == 4 && tf32_allowed) return 4;
+  return 0;
+}
+
+// The rule: an element type flash_element_bytes admits (`element_bytes` 2 or 4); E and Ev
+// multiples of 8 up to 128; operands aligned for cp.async; a device of compute capability 8.0 or
+// more whose blocks may have the plan's shared memory; the path not switched off
+// (EMBER_ATTENTION_FLASH=0). Otherwise the WMMA path or the float32-tile kernel runs
+// (attention_uses_tensor_cores). The log-sum-exp it writes is the one the other paths write, so
+// any backward can follow it.
+inline bool attention_uses_flash_forward(int element_bytes, const AttentionLayout& layout,
+                                         const FlashOperands& operands, int compute_capability,
+                                         int64_t shared_memory_per_block, const FlashTile& tile, bool allowed) {
+  if (!allowed || (element_bytes != 2 && element_bytes != 4) || compute_capability < 80) return false;
   const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
-  if (head_dim == 0 || !flash_operands_aligned(layout, operands)) return false;
-  return static_cast<int64_t>(flash_forward_plan(head_dim, tile).bytes) <= shared_memory_per_block;
+  if (head_dim == 0 || !flash_operands_aligned(layout, operands, element_bytes)) return false;
+  return static_cast<int64_t>(flash_forward_plan(head_dim, tile, element_bytes).bytes) <= shared_memory_per_block;
 }
 
 // The backward's rule: the forward's, for its own tile and plan, with grad_out aligned too; in the
 // deterministic mode the dQ pass's plan must fit as well (where it does not, the WMMA path runs,
 // whose dQ is added by atomics: only this path is deterministic).
-inline bool attention_uses_flash_backward(bool sixteen_bit, const AttentionLayout& layout,
+inline bool attention_uses_flash_backward(int element_bytes, const AttentionLayout& layout,
                                           const FlashOperands& operands, int compute_capability,
                                           int64_t shared_memory_per_block, const FlashTile& tile, bool allowed,
                                           bool deterministic = false) {
-  if (!allowed || !sixteen_bit || compute_capability < 80 || operands.grad_out == 0) return false;
+  if (!allowed || (element_bytes != 2 && element_bytes != 4) || compute_capability < 80 || operands.grad_out == 0) {
+    return false;
+  }
   const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
-  if (head_dim == 0 || !flash_operands_aligned(layout, operands)) return false;
-  const auto grad_q_bytes = static_cast<int64_t>(flash_grad_q_plan(head_dim, kFlashGradQTile).bytes);
+  if (head_dim == 0 || !flash_operands_aligned(layout, operands, element_bytes)) return false;
+  const auto grad_q_bytes = static_cast<int64_t>(flash_grad_q_plan(head_dim, kFlashGradQTile, element_bytes).bytes);
   if (deterministic && grad_q_bytes > shared_memory_per_block) return false;
-  return static_cast<int64_t>(flash_backward_plan(head_dim, tile).bytes) <= shared_memory_per_block;
+  return static_cast<int64_t>(flash_backward_plan(head_dim, tile, element_bytes).bytes) <= shared_memory_per_block;
 }
 
 // Whether the mma.sync kernels may be taken (EMBER_ATTENTION_FLASH: unset or anything but "0"
 // allows them), and which tile of each list runs (EMBER_ATTENTION_FLASH_TILE and
 // EMBER_ATTENTION_FLASH_BACKWARD_TILE, default 0): read once at the first call, unless set
-// since. Defined with the launchers (cuda/attention/flash_attention.cu); the setters are for
+// since. Defined in cuda/attention/flash_attention_settings.cpp; the setters are for
 // benchmarks that compare paths and tiles in one process.
 bool attention_flash_allowed();
 void set_attention_flash_allowed(bool allowed);

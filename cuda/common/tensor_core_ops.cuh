@@ -1,7 +1,9 @@
 // The tensor-core instructions the attention kernels are written with, each a small function over
-// inline PTX: mma.sync.m16n8k16 (bf16 or f16 operands, float32 accumulators), ldmatrix (8 x 8
-// tiles of 16-bit elements from shared memory into the lanes' registers, transposed or not) and
-// cp.async (16 bytes from global to shared memory, landing at a later wait_group).
+// inline PTX: mma.sync.m16n8k16 (bf16 or f16 operands, float32 accumulators), mma.sync.m16n8k8
+// with TF32 operands (float32 rounded to 10 fraction bits, cvt.rna.tf32.f32), ldmatrix (8 x 8
+// tiles of 16-bit elements from shared memory into the lanes' registers, transposed or not; read
+// as 8 x 4 tiles of 32-bit elements when not transposed) and cp.async (16 bytes from global to
+// shared memory, landing at a later wait_group).
 //
 // Why PTX and not WMMA: mma.sync's register layout is documented (the PTX ISA's "Matrix
 // Fragments for mma.m16n8k16" tables), so a kernel knows which lane holds which score and can
@@ -49,6 +51,27 @@ __device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const uint32_t (
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #endif
+}
+
+// d = a b + c: a 16 x 8 (row), b 8 x 8 (col), TF32 operands (one a register), c and d 16 x 8 float.
+__device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                                                 const float (&c)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %11, %12, %13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#endif
+}
+
+// A float rounded to TF32 (to nearest, ties away from zero), as the float bits mma takes.
+__device__ __forceinline__ uint32_t round_to_tf32(float value) {
+  uint32_t bits = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(bits) : "f"(value));
+#endif
+  return bits;
 }
 
 // Lanes 8m to 8m + 7 give the row addresses (16 bytes each, 16-byte aligned) of matrix m.
@@ -125,6 +148,11 @@ __device__ __forceinline__ void store_shared_32(void* shared, uint32_t value) {
   *static_cast<uint32_t*>(shared) = value;
 }
 
+// A 4-byte load from shared memory (a function, checked by the CPU emulation as ldmatrix is).
+__device__ __forceinline__ uint32_t load_shared_32(const void* shared) {
+  return *static_cast<const uint32_t*>(shared);
+}
+
 // The block's dynamic shared memory, 128-byte aligned.
 __device__ __forceinline__ unsigned char* dynamic_shared_memory() {
   extern __shared__ __align__(128) unsigned char ember_dynamic_shared[];
@@ -143,6 +171,13 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
   } else {
     mma_m16n8k16_f16(d, a, b, c);
   }
+}
+
+// The float whose bits a 32-bit register holds (an ldmatrix of float elements gives bits).
+__device__ __forceinline__ float bits_as_float(uint32_t bits) {
+  float value;
+  memcpy(&value, &bits, 4);
+  return value;
 }
 
 // Two floats rounded to T (to nearest, ties to even) in one register, `low` in the lower half:

@@ -884,6 +884,51 @@ TEST_CASE("fused CUDA attention's deterministic backward gives the same bits on 
   }
 }
 
+// float32 on TF32 tensor cores: with allow_tf32 the mma.sync kernels take float32 attention, their
+// products' operands rounded to TF32 (10 fraction bits, unit roundoff 2^-11 = 4.9e-4); the
+// softmax, its sums and every accumulator stay float32. A few units of that on the outputs and
+// gradients; a wrong fragment layout or k order would be off by about 1.
+TEST_CASE("fused CUDA attention in float32 on TF32 tensor cores (allow_tf32) matches the CPU") {
+  const uint64_t seed = seed_fresh();
+  INFO("seed " << seed);
+  constexpr double kTf32Tolerance = 5e-3;
+  // TF32 allowed for the test's lifetime, then as it was (also if a check throws).
+  struct AllowTf32 {
+    bool before = ember::cuda::allow_tf32();
+    AllowTf32() { ember::cuda::set_allow_tf32(true); }
+    ~AllowTf32() { ember::cuda::set_allow_tf32(before); }
+  } const allow_tf32;
+  const auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
+    return fused_attention(options, dropout_seed);
+  };
+  for (const bool deterministic_mode : {false, true}) {
+    INFO((deterministic_mode ? "deterministic dQ pass" : "dQ by atomics"));
+    const ember::cuda::AttentionFlashScope flash(true);
+    const ember::cuda::AttentionDeterministicScope deterministic(deterministic_mode);
+    check_op("TF32 attention, L 130, S 200, head dim 64",
+             {leaf({2, 2, 130, 64}), leaf({2, 2, 200, 64}), leaf({2, 2, 200, 64})}, attention({}), kTf32Tolerance);
+    check_op("TF32 attention, causal, head dim 128",
+             {leaf({2, 300, 128}), leaf({2, 300, 128}), leaf({2, 300, 128})}, attention({.is_causal = true}),
+             kTf32Tolerance);
+    check_op("TF32 attention, causal, L 150 > S 100, E 32, Ev 16 (padded to 64)",
+             {leaf({3, 150, 32}), leaf({3, 100, 32}), leaf({3, 100, 16})}, attention({.is_causal = true}),
+             kTf32Tolerance);
+    check_op("TF32 attention, E 80, Ev 112 (padded to 128)", {leaf({2, 65, 80}), leaf({2, 77, 80}), leaf({2, 77, 112})},
+             attention({}), kTf32Tolerance);
+    check_op("TF32 attention, heads split off a projection", {leaf({4, 96, 3 * 4 * 64})},
+             causal_attention_of_projection(4, 64), kTf32Tolerance);
+    const Tensor padding = logical_not(
+        logical_and(eq(arange(2.0).view({2, 1, 1, 1}), 1.0), ge(arange(100.0).view({1, 1, 1, 100}), 37.0)));
+    const std::vector<Tensor> inputs{leaf({2, 3, 90, 64}), leaf({2, 3, 100, 64}), leaf({2, 3, 100, 64})};
+    check_op("TF32 attention, bool padding mask", inputs, attention({.attn_mask = padding}), kTf32Tolerance);
+    check_op("TF32 attention, additive mask", inputs, attention({.attn_mask = randn({90, 100})}), kTf32Tolerance);
+    check_op("TF32 attention, dropout and causal", inputs, attention({.dropout_p = 0.3, .is_causal = true}, seed + 4),
+             kTf32Tolerance);
+    const Tensor no_key = expand(logical_not(eq(arange(2.0).view({2, 1, 1, 1}), 1.0)), {2, 1, 1, 100});
+    check_op("TF32 attention, a sequence with no key", inputs, attention({.attn_mask = no_key}), kTf32Tolerance);
+  }
+}
+
 // The same calls on the GPU through the tensor-core kernels and through the float32-tile kernel
 // (the path switched off, as EMBER_ATTENTION_TENSOR_CORES=0 does): outputs and every gradient,
 // under the tensor-core tolerances above.

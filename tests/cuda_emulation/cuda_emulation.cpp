@@ -61,7 +61,7 @@ const char* collective_name(Collective kind) {
     case Collective::kShuffle:
       return "__shfl_xor_sync";
     case Collective::kMma:
-      return "mma.sync.m16n8k16";
+      return "mma.sync";
     case Collective::kLdmatrix:
       return "ldmatrix";
   }
@@ -71,7 +71,7 @@ const char* collective_name(Collective kind) {
 // One lane's part in a warp-wide instruction: its inputs, then its outputs.
 struct LaneSlot {
   Collective kind = Collective::kSyncWarp;
-  int variant = 0;  // mma: 0 bf16, 1 f16; ldmatrix: matrices * 2 + transposed
+  int variant = 0;  // mma: 0 bf16, 1 f16 (m16n8k16), 2 tf32 (m16n8k8); ldmatrix: matrices * 2 + transposed
   uint32_t a[4] = {}, b[2] = {};
   float c[4] = {};
   float value = 0;
@@ -229,18 +229,42 @@ uint16_t high(uint32_t pair) { return static_cast<uint16_t>(pair >> 16); }
 //   B (16 x 8, k x n): register 0 holds (2t, g), (2t + 1, g); 1: rows + 8;
 //   C, D (16 x 8): c0, c1 at (g, 2t), (g, 2t + 1); c2, c3 at row g + 8.
 // The lower 16 bits of a register hold the element of lower column (A) or row (B) index.
+// For m16n8k8 with TF32 operands (one element a register):
+//   A (16 x 8): register 0 holds (g, t); 1: row g + 8; 2: column t + 4; 3: both;
+//   B (8 x 8): register 0 holds (t, g); 1: row t + 4; C and D as above.
+// A TF32 operand is a float whose lower 13 bits the tensor cores ignore; ember's kernels round
+// every operand to TF32 first (cvt.rna.tf32.f32), so one with those bits set is reported: it
+// would be a value the kernel forgot to round.
 void run_mma(WarpState& warp) {
-  const bool float16 = warp.lanes[0].variant == 1;
+  const int variant = warp.lanes[0].variant;
+  const bool float16 = variant == 1, tf32 = variant == 2;
+  const int depth = tf32 ? 8 : 16;
   double a[16][16], b[16][8], c[16][8];
+  auto tf32_value = [&](uint32_t bits, int lane) {
+    if ((bits & 0x1FFFu) != 0) {
+      fail(fmt::format("mma.sync.m16n8k8.tf32: lane {} passes {:#010x}, a float not rounded to TF32", lane, bits));
+    }
+    float value = 0;
+    std::memcpy(&value, &bits, 4);
+    return double(value);
+  };
   for (int lane = 0; lane < kWarpSize; ++lane) {
     const LaneSlot& slot = warp.lanes[lane];
     const int g = lane / 4, t = lane % 4;
     for (int reg = 0; reg < 4; ++reg) {
+      if (tf32) {
+        a[g + (reg % 2) * 8][t + (reg / 2) * 4] = tf32_value(slot.a[reg], lane);
+        continue;
+      }
       const int row = g + (reg % 2) * 8, col = 2 * t + (reg / 2) * 8;
       a[row][col] = bits_to_float(low(slot.a[reg]), float16);
       a[row][col + 1] = bits_to_float(high(slot.a[reg]), float16);
     }
     for (int reg = 0; reg < 2; ++reg) {
+      if (tf32) {
+        b[t + reg * 4][g] = tf32_value(slot.b[reg], lane);
+        continue;
+      }
       const int k = 2 * t + reg * 8;
       b[k][g] = bits_to_float(low(slot.b[reg]), float16);
       b[k + 1][g] = bits_to_float(high(slot.b[reg]), float16);
@@ -253,7 +277,7 @@ void run_mma(WarpState& warp) {
     for (int e = 0; e < 4; ++e) {
       const int row = g + (e / 2) * 8, col = 2 * t + e % 2;
       double sum = c[row][col];
-      for (int k = 0; k < 16; ++k) sum += a[row][k] * b[k][col];
+      for (int k = 0; k < depth; ++k) sum += a[row][k] * b[k][col];
       slot.d[e] = static_cast<float>(sum);
     }
   }
@@ -545,6 +569,9 @@ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b
 void mma_m16n8k16_f16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
   mma(d, a, b, c, 1);
 }
+void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
+  mma(d, a, b, c, 2);
+}
 
 namespace {
 template <int Matrices>
@@ -612,6 +639,16 @@ void store_shared_32(void* shared, uint32_t value) {
     byte.writer_warp_epoch = warp_epoch;
   }
   cuda_emulation::maybe_yield();
+}
+
+uint32_t load_shared_32(const void* shared) {
+  cuda_emulation::Fiber& fiber = cuda_emulation::current("shared load");
+  const size_t offset = cuda_emulation::shared_offset(shared, 4, 4, "shared load");
+  cuda_emulation::record_read(offset, 4, fiber.id, "shared load");
+  uint32_t value = 0;
+  std::memcpy(&value, shared, 4);
+  cuda_emulation::maybe_yield();
+  return value;
 }
 
 void cp_async_commit() {

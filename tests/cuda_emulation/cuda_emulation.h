@@ -12,9 +12,10 @@
 //   operations, so each seed runs another interleaving of the same kernel.
 // - __syncthreads (every thread of the block must reach it; one that returned while others wait
 //   is an error), __syncwarp and __shfl_xor_sync (all 32 lanes, the same instruction).
-// - mma.sync.m16n8k16 (bf16 and f16, float accumulators) and ldmatrix (.x1, .x2, .x4, and
-//   .trans) exactly by the fragment layouts of the PTX ISA: which lane holds which element.
-//   The products are exact and summed in double, then rounded to float once.
+// - mma.sync.m16n8k16 (bf16 and f16, float accumulators), mma.sync.m16n8k8 with TF32 operands,
+//   and ldmatrix (.x1, .x2, .x4, and .trans) exactly by the fragment layouts of the PTX ISA: which
+//   lane holds which element. The products are exact and summed in double, then rounded to float
+//   once. A TF32 operand not rounded to TF32 (lower 13 bits set) is an error.
 // - cp.async of 16 bytes with zero fill: the data lands only at the issuing thread's
 //   cp.async.wait_group; until then the destination reads as an error (poisoned).
 // - Shared memory: every access in bounds and aligned as the instruction needs; no two threads
@@ -34,6 +35,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 
 #include "core/half.h"
@@ -135,6 +137,15 @@ namespace ember::cuda {
 
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]);
 void mma_m16n8k16_f16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]);
+void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]);
+// cvt.rna.tf32.f32: a float rounded to TF32's 10 fraction bits, to nearest with ties away from
+// zero, as a float with its lower 13 bits 0 (infinities and NaN kept).
+inline uint32_t round_to_tf32(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7F800000u) == 0x7F800000u) return bits;
+  return (bits + 0x1000u) & 0xFFFFE000u;
+}
 // ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16: `row` is this lane's row address
 // (lanes 8m to 8m + 7 give the rows of matrix m; lanes past the count give none that is read).
 void ldmatrix_x1(uint32_t (&r)[1], const void* row, bool transposed = false);
@@ -150,8 +161,10 @@ template <int Pending>
 inline void cp_async_wait() {
   cp_async_wait_pending(Pending);
 }
-// A thread's own 4-byte store to shared memory, checked as cp.async's are (and visible at once).
+// A thread's own 4-byte store to shared memory, checked as cp.async's are (and visible at once),
+// and its 4-byte load, checked as ldmatrix's reads are.
 void store_shared_32(void* shared, uint32_t value);
+uint32_t load_shared_32(const void* shared);
 inline unsigned char* dynamic_shared_memory() { return ::ember::cuda_emulation::dynamic_shared_memory(); }
 
 }  // namespace ember::cuda

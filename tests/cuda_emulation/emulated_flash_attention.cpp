@@ -1,6 +1,6 @@
 // cuda/attention/flash_attention_forward.cuh, flash_attention_backward.cuh and
 // flash_attention_grad_q.cuh compiled as C++ against the CPU emulation, and launched as
-// cuda/attention/flash_attention.cu launches them.
+// cuda/attention/flash_attention_launch.cuh launches them.
 // Every tile shape of the lists, as the GPU check's build compiles them (the emulation's g++ build
 // of them takes seconds).
 #define EMBER_ATTENTION_TILE_SWEEP 1
@@ -41,7 +41,7 @@ cuda::AttentionPointers<T> pointers_of(const AttentionCall& call) {
   return args;
 }
 
-// Launches the kernel of one pass for one tile as cuda/attention/flash_attention.cu does.
+// Launches the kernel of one pass for one tile as cuda/attention/flash_attention_launch.cuh does.
 template <class T, int D, cuda::FlashPass Pass>
 struct TileLaunch {
   const cuda::AttentionLayout& layout;
@@ -56,12 +56,12 @@ struct TileLaunch {
     if constexpr (Pass == cuda::FlashPass::kForward) {
       const dim3 grid(static_cast<unsigned int>((layout.target_length + Queries - 1) / Queries), matrix_blocks, 1);
       launch(
-          grid, dim3(cuda::flash_tile_threads(tile)), cuda::flash_forward_plan(D, tile).bytes,
+          grid, dim3(cuda::flash_tile_threads(tile)), cuda::flash_forward_plan(D, tile, sizeof(T)).bytes,
           [&] { cuda::flash_attention_forward<T, D, Queries, Keys, Warps, Stages>(layout, args); }, seed);
     } else {
       const dim3 grid(static_cast<unsigned int>((layout.source_length + Keys - 1) / Keys), matrix_blocks, 1);
       launch(
-          grid, dim3(cuda::flash_tile_threads(tile)), cuda::flash_backward_plan(D, tile).bytes,
+          grid, dim3(cuda::flash_tile_threads(tile)), cuda::flash_backward_plan(D, tile, sizeof(T)).bytes,
           [&] { cuda::flash_attention_backward<T, D, Queries, Keys, Warps, Stages>(layout, args); }, seed);
     }
   }
@@ -84,56 +84,62 @@ void run_grad_q(const cuda::AttentionLayout& layout, const AttentionCall& call, 
   const auto query_tiles = static_cast<unsigned int>((layout.target_length + tile.queries - 1) / tile.queries);
   const dim3 grid(query_tiles, matrix_blocks, 1);
   launch(
-      grid, dim3(cuda::flash_tile_threads(tile)), cuda::flash_grad_q_plan(D, tile).bytes,
+      grid, dim3(cuda::flash_tile_threads(tile)), cuda::flash_grad_q_plan(D, tile, sizeof(T)).bytes,
       [&] {
         cuda::flash_attention_grad_q<T, D, tile.queries, tile.keys, tile.warps, tile.stages>(layout, args);
       },
       seed);
 }
 
-template <cuda::FlashPass Pass>
-void run_pass(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
-              const AttentionCall& call, uint64_t seed, unsigned int matrix_blocks) {
+// Calls visit.template operator()<T, D>() for the element type and head dim of a call.
+template <class Visit>
+void with_element_and_head_dim(Element element, int head_dim, Visit&& visit) {
   if (head_dim != 64 && head_dim != 128) throw std::runtime_error("head dim 64 or 128");
-  if (float16) {
-    if (head_dim == 64)
-      run_head_dim<Pass, __half, 64>(tile_index, layout, call, seed, matrix_blocks);
-    else
-      run_head_dim<Pass, __half, 128>(tile_index, layout, call, seed, matrix_blocks);
-  } else {
-    if (head_dim == 64)
-      run_head_dim<Pass, __nv_bfloat16, 64>(tile_index, layout, call, seed, matrix_blocks);
-    else
-      run_head_dim<Pass, __nv_bfloat16, 128>(tile_index, layout, call, seed, matrix_blocks);
+  auto with_head_dim = [&](auto element_tag) {
+    using T = decltype(element_tag);
+    if (head_dim == 64) {
+      visit.template operator()<T, 64>();
+    } else {
+      visit.template operator()<T, 128>();
+    }
+  };
+  switch (element) {
+    case Element::kBFloat16:
+      with_head_dim(__nv_bfloat16{});
+      break;
+    case Element::kFloat16:
+      with_head_dim(__half{});
+      break;
+    case Element::kFloat32:
+      with_head_dim(float{});
+      break;
   }
+}
+
+template <cuda::FlashPass Pass>
+void run_pass(Element element, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
+              const AttentionCall& call, uint64_t seed, unsigned int matrix_blocks) {
+  with_element_and_head_dim(element, head_dim, [&]<class T, int D>() {
+    run_head_dim<Pass, T, D>(tile_index, layout, call, seed, matrix_blocks);
+  });
 }
 
 }  // namespace
 
-void run_flash_attention_forward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
+void run_flash_attention_forward(Element element, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
                                  const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks) {
-  run_pass<cuda::FlashPass::kForward>(float16, head_dim, tile_index, layout, call, interleaving_seed, matrix_blocks);
+  run_pass<cuda::FlashPass::kForward>(element, head_dim, tile_index, layout, call, interleaving_seed, matrix_blocks);
 }
 
-void run_flash_attention_backward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
+void run_flash_attention_backward(Element element, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
                                   const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks) {
-  run_pass<cuda::FlashPass::kBackward>(float16, head_dim, tile_index, layout, call, interleaving_seed, matrix_blocks);
+  run_pass<cuda::FlashPass::kBackward>(element, head_dim, tile_index, layout, call, interleaving_seed, matrix_blocks);
 }
 
-void run_flash_attention_grad_q(bool float16, int head_dim, const cuda::AttentionLayout& layout,
+void run_flash_attention_grad_q(Element element, int head_dim, const cuda::AttentionLayout& layout,
                                 const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks) {
-  if (head_dim != 64 && head_dim != 128) throw std::runtime_error("head dim 64 or 128");
-  if (float16) {
-    if (head_dim == 64)
-      run_grad_q<__half, 64>(layout, call, interleaving_seed, matrix_blocks);
-    else
-      run_grad_q<__half, 128>(layout, call, interleaving_seed, matrix_blocks);
-  } else {
-    if (head_dim == 64)
-      run_grad_q<__nv_bfloat16, 64>(layout, call, interleaving_seed, matrix_blocks);
-    else
-      run_grad_q<__nv_bfloat16, 128>(layout, call, interleaving_seed, matrix_blocks);
-  }
+  with_element_and_head_dim(element, head_dim,
+                            [&]<class T, int D>() { run_grad_q<T, D>(layout, call, interleaving_seed, matrix_blocks); });
 }
 
 }  // namespace ember::cuda_emulation

@@ -1,6 +1,6 @@
 // The CUDA kernels the emulation runs, behind plain declarations: the test suites that call them
 // see neither the emulation's macros nor CUDA's names. Elements are ember's BFloat16 and Float16
-// (the same bits as CUDA's __nv_bfloat16 and __half).
+// (the same bits as CUDA's __nv_bfloat16 and __half), or float (the kernels on TF32).
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,11 @@
 #include "cuda/attention/flash_attention_plan.h"
 
 namespace ember::cuda_emulation {
+
+// The element type of a call's q, k, v, mask, out and gradients (all but grad_q, always float32).
+enum class Element { kBFloat16, kFloat16, kFloat32 };
+
+inline size_t element_bytes(Element element) { return element == Element::kFloat32 ? 4 : 2; }
 
 // The operands of one fused attention call, as AttentionPointers<T> holds them for the kernels.
 struct AttentionCall {
@@ -41,18 +46,18 @@ void clear_global_regions();
 // Runs cuda/attention/flash_attention_forward.cuh's kernel for `head_dim` (64 or 128) with tile
 // `tile_index` of kFlashTiles64 / kFlashTiles128, as its launcher would launch it (grid over query
 // tiles and matrices, at most `matrix_blocks` blocks along y), on 16-bit elements (float16 or
-// bfloat16). Throws std::runtime_error for any violation the emulation finds.
-void run_flash_attention_forward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
+// bfloat16) or float (TF32). Throws std::runtime_error for any violation the emulation finds.
+void run_flash_attention_forward(Element element, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
                                  const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks);
 
 // The same for cuda/attention/flash_attention_backward.cuh (tile `tile_index` of
 // kFlashBackwardTiles64 / 128; the grid over key blocks and matrices).
-void run_flash_attention_backward(bool float16, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
+void run_flash_attention_backward(Element element, int head_dim, int tile_index, const cuda::AttentionLayout& layout,
                                   const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks);
 
 // The deterministic mode's dQ pass (cuda/attention/flash_attention_grad_q.cuh, its one tile
 // shape; the grid over query tiles and matrices): adds dQ into call.grad_q.
-void run_flash_attention_grad_q(bool float16, int head_dim, const cuda::AttentionLayout& layout,
+void run_flash_attention_grad_q(Element element, int head_dim, const cuda::AttentionLayout& layout,
                                 const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks);
 
 }  // namespace ember::cuda_emulation

@@ -5,7 +5,9 @@
 // The emulation's macros are visible from here on: this file holds only kernels and their tests.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -107,6 +109,79 @@ TEST_CASE("ldmatrix and mma.sync.m16n8k16 multiply by the PTX ISA's fragment lay
   }
   CHECK(last_launch_counts().mma == 32);  // one per lane
   CHECK(last_launch_counts().ldmatrix == 64);
+}
+
+// cvt.rna.tf32.f32: to nearest of TF32's 10 fraction bits, ties away from zero.
+float tf32_value(uint32_t bits) {
+  float value = 0;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+
+TEST_CASE("round_to_tf32 rounds as cvt.rna.tf32.f32 does") {
+  auto bits_of = [](float value) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &value, 4);
+    return bits;
+  };
+  CHECK(cuda::round_to_tf32(tf32_value(0x3F801000u)) == 0x3F802000u);  // 1 + 2^-11: a tie, away from zero
+  CHECK(cuda::round_to_tf32(tf32_value(0xBF801000u)) == 0xBF802000u);  // and for -(1 + 2^-11)
+  CHECK(cuda::round_to_tf32(tf32_value(0x3F800FFFu)) == 0x3F800000u);  // below the tie: down
+  CHECK(cuda::round_to_tf32(tf32_value(0x3F9FF000u)) == 0x3FA00000u);  // a carry into the next binade
+  CHECK(cuda::round_to_tf32(1.0f) == bits_of(1.0f));
+  CHECK(cuda::round_to_tf32(std::numeric_limits<float>::infinity()) == bits_of(std::numeric_limits<float>::infinity()));
+  CHECK(std::isnan(tf32_value(cuda::round_to_tf32(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+// A (16 x 8) times B (8 x 8) on TF32: A by ldmatrix.x4 read as 8 x 4 matrices of 32-bit elements,
+// B by ldmatrix.x2 from B^T stored row-major, every register rounded to TF32; D by the C layout.
+TEST_CASE("mma.sync.m16n8k8 on TF32 multiplies by the PTX ISA's fragment layouts") {
+  std::mt19937_64 random(3);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  std::vector<float> a(16 * 8), b_transposed(8 * 8);
+  for (float& value : a) value = uniform(random);
+  for (float& value : b_transposed) value = uniform(random);
+  auto rounded = [](float value) { return double(tf32_value(cuda::round_to_tf32(value))); };
+  std::vector<double> expected(16 * 8, 0.0);
+  for (int m = 0; m < 16; ++m) {
+    for (int n = 0; n < 8; ++n) {
+      for (int k = 0; k < 8; ++k) expected[m * 8 + n] += rounded(a[m * 8 + k]) * rounded(b_transposed[n * 8 + k]);
+    }
+  }
+  for (const bool round_first : {true, false}) {
+    std::vector<float> d(16 * 8, -1.0f);
+    const std::string failure = failure_of([&] {
+      launch(dim3(1), dim3(32), 768, [&] {
+        copy_into_shared(a.data(), 512, 0, 32);
+        copy_into_shared(b_transposed.data(), 256, 512, 32);
+        const int lane = threadIdx.x;
+        const auto* a_tile = reinterpret_cast<const float*>(cuda::dynamic_shared_memory());
+        const auto* b_tile = reinterpret_cast<const float*>(cuda::dynamic_shared_memory() + 512);
+        uint32_t a_fragment[4], b_fragment[2];
+        cuda::ldmatrix_x4(a_fragment, a_tile + ((lane % 8) + ((lane / 8) % 2) * 8) * 8 + (lane / 16) * 4);
+        cuda::ldmatrix_x2(b_fragment, b_tile + (lane % 8) * 8 + ((lane / 8) % 2) * 4);
+        if (round_first) {
+          for (uint32_t& r : a_fragment) r = cuda::round_to_tf32(cuda::bits_as_float(r));
+          for (uint32_t& r : b_fragment) r = cuda::round_to_tf32(cuda::bits_as_float(r));
+        }
+        const float zero[4] = {0, 0, 0, 0};
+        float result[4];
+        cuda::mma_m16n8k8_tf32(result, a_fragment, b_fragment, zero);
+        const int g = lane / 4, t = lane % 4;
+        for (int e = 0; e < 4; ++e) d[(g + 8 * (e / 2)) * 8 + 2 * t + e % 2] = result[e];
+      });
+    });
+    if (!round_first) {
+      // Operands the kernel forgot to round are reported, not truncated silently.
+      CHECK(failure.find("not rounded to TF32") != std::string::npos);
+      continue;
+    }
+    CHECK(failure.empty());
+    for (int e = 0; e < 16 * 8; ++e) {
+      CAPTURE(e);
+      CHECK(d[e] == doctest::Approx(expected[e]).epsilon(1e-6));
+    }
+  }
 }
 
 TEST_CASE("the fragment layouts themselves: which lane holds which element") {

@@ -1,5 +1,6 @@
 // The mma.sync forward of fused attention (cuda/attention/flash_attention_forward.cuh), run on the
-// CPU under the emulation, against ember's CPU attention in float64 on the same 16-bit inputs:
+// CPU under the emulation, against ember's CPU attention in float64 on the same inputs (16-bit, or
+// float32 for the kernels on TF32):
 // head dims 64 and 128 (and narrower ones padded up to them), lengths that are no multiple of any
 // tile, L != S, causal, bool and additive masks, rows with no key, dropout, heads split off a
 // projection as views, more matrices than blocks, every tile shape the build compiles, and
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -32,7 +34,7 @@ struct Case {
   std::string name;
   int64_t batch = 1, heads = 1, L = 1, S = 1, E = 64, Ev = 64;
   MaskKind mask = MaskKind::kNone;
-  bool float16 = false;
+  cuda_emulation::Element element = cuda_emulation::Element::kBFloat16;
   double dropout = 0;
   bool heads_as_views = false;  // q [B, L, H * E] viewed as [B, H, L, E]
   int tile = 0;
@@ -42,25 +44,61 @@ struct Case {
   bool deterministic = false;  // the backward without dQ, then dQ by its own pass
 };
 
-// A 16-bit buffer and its values widened to double.
+using cuda_emulation::Element;
+
+// Elements of one type stored as the kernels read them (every byte 0xFF until set: a NaN of each
+// type, so an element a kernel should have written and did not shows).
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Element element, size_t count)
+      : element_(element), bytes_(count * cuda_emulation::element_bytes(element), 0xFF) {}
+
+  size_t size() const { return bytes_.size() / cuda_emulation::element_bytes(element_); }
+  size_t byte_size() const { return bytes_.size(); }
+  const void* data() const { return bytes_.data(); }
+  void* data() { return bytes_.data(); }
+  bool operator==(const Buffer& other) const { return bytes_ == other.bytes_; }
+
+  // Element e set to `value` rounded to the type (to nearest, ties to even).
+  void set(size_t e, float value) {
+    if (element_ == Element::kFloat32) {
+      std::memcpy(&bytes_[e * 4], &value, 4);
+      return;
+    }
+    const uint16_t bits = element_ == Element::kFloat16 ? Float16(value).bits : BFloat16(value).bits;
+    std::memcpy(&bytes_[e * 2], &bits, 2);
+  }
+
+  double get(size_t e) const {
+    if (element_ == Element::kFloat32) {
+      float value = 0;
+      std::memcpy(&value, &bytes_[e * 4], 4);
+      return value;
+    }
+    uint16_t bits = 0;
+    std::memcpy(&bits, &bytes_[e * 2], 2);
+    return element_ == Element::kFloat16 ? double(float(Float16::from_bits(bits)))
+                                         : double(float(BFloat16::from_bits(bits)));
+  }
+
+ private:
+  Element element_ = Element::kBFloat16;
+  std::vector<unsigned char> bytes_;
+};
+
+// An operand: its elements, and their values widened to double.
 struct Operand {
-  std::vector<uint16_t> bits;
+  Buffer bits;
   std::vector<double> values;
 };
 
-uint16_t to_bits(float value, bool float16) { return float16 ? Float16(value).bits : BFloat16(value).bits; }
-double from_bits(uint16_t bits, bool float16) {
-  return float16 ? double(float(Float16::from_bits(bits))) : double(float(BFloat16::from_bits(bits)));
-}
-
-Operand random_operand(size_t count, bool float16, std::mt19937_64& random, float spread) {
+Operand random_operand(size_t count, Element element, std::mt19937_64& random, float spread) {
   std::normal_distribution<float> normal(0.0f, spread);
-  Operand operand;
-  operand.bits.resize(count);
-  operand.values.resize(count);
+  Operand operand{Buffer(element, count), std::vector<double>(count)};
   for (size_t e = 0; e < count; ++e) {
-    operand.bits[e] = to_bits(normal(random), float16);
-    operand.values[e] = from_bits(operand.bits[e], float16);
+    operand.bits.set(e, normal(random));
+    operand.values[e] = operand.bits.get(e);
   }
   return operand;
 }
@@ -101,6 +139,28 @@ Tensor as_tensor(const Operand& operand, const Case& c, int64_t rows, int64_t co
   return tensor;
 }
 
+// How far the kernels' outputs and gradients may be from the float64 reference, per element type.
+double forward_tolerance(Element element) {
+  switch (element) {
+    case Element::kFloat16:
+      return 4e-3;
+    case Element::kFloat32:
+      return 4e-3;
+    default:
+      return 3e-2;
+  }
+}
+double backward_tolerance(Element element) {
+  switch (element) {
+    case Element::kFloat16:
+      return 1e-2;
+    case Element::kFloat32:
+      return 1e-2;
+    default:
+      return 6e-2;
+  }
+}
+
 // The largest |got - want| over a gradient, and the largest |want|.
 struct Difference {
   double worst = 0, largest = 0;
@@ -110,10 +170,10 @@ struct Difference {
 // the 16-bit output the forward stored (as the GPU's pre-pass computes it).
 void check_backward(const Case& c, const cuda::AttentionLayout& layout, cuda_emulation::AttentionCall call,
                     const Tensor& q64, const Tensor& k64, const Tensor& v64, const Tensor& out64, const Tensor& saved,
-                    const kernels::AttentionArgs& args, const std::vector<uint16_t>& out) {
+                    const kernels::AttentionArgs& args, const Buffer& out) {
   const int64_t M = c.batch * c.heads;
   std::mt19937_64 random(77 + c.L + c.S);
-  const Operand grad_out = random_operand(size_t(M * c.L * c.Ev), c.float16, random, 1.0f);
+  const Operand grad_out = random_operand(size_t(M * c.L * c.Ev), c.element, random, 1.0f);
   Tensor grad_out64 = make_tensor(Shape{M, c.L, c.Ev}, kFloat64, kCPU);
   std::copy(grad_out.values.begin(), grad_out.values.end(), grad_out64.data_ptr<double>());
   const Tensor grad_q64 = make_tensor(Shape{M, c.L, c.E}, kFloat64, kCPU);
@@ -125,37 +185,38 @@ void check_backward(const Case& c, const cuda::AttentionLayout& layout, cuda_emu
   for (size_t row = 0; row < out_dot_grad.size(); ++row) {
     double sum = 0;
     for (int64_t col = 0; col < c.Ev; ++col) {
-      sum += grad_out.values[row * c.Ev + col] * from_bits(out[row * c.Ev + col], c.float16);
+      sum += grad_out.values[row * c.Ev + col] * out.get(row * c.Ev + col);
     }
     out_dot_grad[row] = float(sum);
   }
   std::vector<float> grad_q(size_t(M * c.L * c.E), 0.0f);
-  std::vector<uint16_t> grad_k(size_t(M * c.S * c.E), 0xFFFF), grad_v(size_t(M * c.S * c.Ev), 0xFFFF);
+  Buffer grad_k(c.element, size_t(M * c.S * c.E)), grad_v(c.element, size_t(M * c.S * c.Ev));
   call.grad_out = grad_out.bits.data();
   call.grad_q = grad_q.data();
   call.grad_k = grad_k.data();
   call.grad_v = grad_v.data();
   call.out_dot_grad = out_dot_grad.data();
-  cuda_emulation::register_global_region(call.q, size_t(M * c.L * c.E) * 2);
-  cuda_emulation::register_global_region(call.k, size_t(M * c.S * c.E) * 2);
-  cuda_emulation::register_global_region(call.v, size_t(M * c.S * c.Ev) * 2);
-  cuda_emulation::register_global_region(grad_out.bits.data(), grad_out.bits.size() * 2);
+  const size_t bytes = cuda_emulation::element_bytes(c.element);
+  cuda_emulation::register_global_region(call.q, size_t(M * c.L * c.E) * bytes);
+  cuda_emulation::register_global_region(call.k, size_t(M * c.S * c.E) * bytes);
+  cuda_emulation::register_global_region(call.v, size_t(M * c.S * c.Ev) * bytes);
+  cuda_emulation::register_global_region(grad_out.bits.data(), grad_out.bits.byte_size());
   const unsigned int matrix_blocks = c.matrix_blocks > 0 ? c.matrix_blocks : static_cast<unsigned int>(M);
   const int head_dim = cuda::flash_head_dim(c.E, c.Ev);
   try {
     if (c.deterministic) {
       cuda_emulation::AttentionCall keys_and_values = call;
       keys_and_values.grad_q = nullptr;
-      cuda_emulation::run_flash_attention_backward(c.float16, head_dim, c.tile, layout, keys_and_values, c.seed,
+      cuda_emulation::run_flash_attention_backward(c.element, head_dim, c.tile, layout, keys_and_values, c.seed,
                                                    matrix_blocks);
-      cuda_emulation::run_flash_attention_grad_q(c.float16, head_dim, layout, call, c.seed, matrix_blocks);
+      cuda_emulation::run_flash_attention_grad_q(c.element, head_dim, layout, call, c.seed, matrix_blocks);
       // Again, in another interleaving of the threads and into a buffer that holds values already
       // (dQ is added into it): the same bits, plus those values.
       std::vector<float> again(grad_q.size());
       for (size_t e = 0; e < again.size(); ++e) again[e] = float(e % 7) - 3.0f;
       cuda_emulation::AttentionCall second = call;
       second.grad_q = again.data();
-      cuda_emulation::run_flash_attention_grad_q(c.float16, head_dim, layout, second, c.seed + 101, matrix_blocks);
+      cuda_emulation::run_flash_attention_grad_q(c.element, head_dim, layout, second, c.seed + 101, matrix_blocks);
       for (size_t e = 0; e < again.size(); ++e) {
         if (again[e] != (float(e % 7) - 3.0f) + grad_q[e]) {
           FAIL_CHECK("grad_q element " << e << " differs between runs: " << again[e] << " vs " << grad_q[e]);
@@ -163,7 +224,7 @@ void check_backward(const Case& c, const cuda::AttentionLayout& layout, cuda_emu
         }
       }
     } else {
-      cuda_emulation::run_flash_attention_backward(c.float16, head_dim, c.tile, layout, call, c.seed, matrix_blocks);
+      cuda_emulation::run_flash_attention_backward(c.element, head_dim, c.tile, layout, call, c.seed, matrix_blocks);
     }
   } catch (const std::exception& error) {
     cuda_emulation::clear_global_regions();
@@ -173,8 +234,9 @@ void check_backward(const Case& c, const cuda::AttentionLayout& layout, cuda_emu
   cuda_emulation::clear_global_regions();
 
   // The roundings of W and dS to 16 bits, of dK and dV where stored, and D from the rounded
-  // output: a few units of the format's last place on gradients of about 1.
-  const double tolerance = c.float16 ? 1e-2 : 6e-2;
+  // output: a few units of the format's last place on gradients of about 1. On TF32 every
+  // operand of the products is rounded to 10 fraction bits; stores and D are float32.
+  const double tolerance = backward_tolerance(c.element);
   auto compare = [&](const char* what, const Tensor& want, auto&& got_at) {
     Difference difference;
     const double* reference = want.data_ptr<double>();
@@ -192,12 +254,12 @@ void check_backward(const Case& c, const cuda::AttentionLayout& layout, cuda_emu
                    << " (largest value " << difference.largest << ")");
   };
   compare("grad_q", grad_q64, [&](int64_t e) { return double(grad_q[size_t(e)]); });
-  compare("grad_k", grad_k64, [&](int64_t e) { return from_bits(grad_k[size_t(e)], c.float16); });
-  compare("grad_v", grad_v64, [&](int64_t e) { return from_bits(grad_v[size_t(e)], c.float16); });
+  compare("grad_k", grad_k64, [&](int64_t e) { return grad_k.get(size_t(e)); });
+  compare("grad_v", grad_v64, [&](int64_t e) { return grad_v.get(size_t(e)); });
 }
 
 // Runs the case, checks it, and returns the output's bits.
-std::vector<uint16_t> run_case(const Case& c) {
+Buffer run_case(const Case& c) {
   CAPTURE(c.name);
   CAPTURE(c.tile);
   CAPTURE(c.seed);
@@ -205,9 +267,9 @@ std::vector<uint16_t> run_case(const Case& c) {
   REQUIRE(head_dim != 0);
   const int64_t M = c.batch * c.heads;
   std::mt19937_64 random(1234 + c.L * 7 + c.S * 13 + c.E);
-  const Operand q = random_operand(size_t(M * c.L * c.E), c.float16, random, 1.0f);
-  const Operand k = random_operand(size_t(M * c.S * c.E), c.float16, random, 1.0f);
-  const Operand v = random_operand(size_t(M * c.S * c.Ev), c.float16, random, 1.0f);
+  const Operand q = random_operand(size_t(M * c.L * c.E), c.element, random, 1.0f);
+  const Operand k = random_operand(size_t(M * c.S * c.E), c.element, random, 1.0f);
+  const Operand v = random_operand(size_t(M * c.S * c.Ev), c.element, random, 1.0f);
 
   cuda::AttentionLayout layout;
   layout.target_length = c.L;
@@ -239,8 +301,10 @@ std::vector<uint16_t> run_case(const Case& c) {
     layout.col_stride[operand] = 1;
   }
   REQUIRE(cuda::flash_operands_aligned(
-      layout, {reinterpret_cast<uintptr_t>(q.bits.data()), reinterpret_cast<uintptr_t>(k.bits.data()),
-               reinterpret_cast<uintptr_t>(v.bits.data())}));
+      layout,
+      {reinterpret_cast<uintptr_t>(q.bits.data()), reinterpret_cast<uintptr_t>(k.bits.data()),
+       reinterpret_cast<uintptr_t>(v.bits.data())},
+      int(cuda_emulation::element_bytes(c.element))));
 
   kernels::AttentionArgs args;
   args.is_causal = c.mask == MaskKind::kCausal;
@@ -265,11 +329,11 @@ std::vector<uint16_t> run_case(const Case& c) {
   } else if (c.mask == MaskKind::kAdditive) {
     // Values of a few units, -inf for about one in four, and every seventh row all -inf.
     const size_t count = size_t(M * c.L * c.S);
-    added = random_operand(count, c.float16, random, 2.0f);
+    added = random_operand(count, c.element, random, 2.0f);
     for (size_t e = 0; e < count; ++e) {
       const int64_t row = int64_t(e / c.S) % c.L;
       if (row % 7 == 2 || random() % 4 == 0) {
-        added.bits[e] = to_bits(-std::numeric_limits<float>::infinity(), c.float16);
+        added.bits.set(e, -std::numeric_limits<float>::infinity());
         added.values[e] = -std::numeric_limits<double>::infinity();
       }
     }
@@ -283,7 +347,7 @@ std::vector<uint16_t> run_case(const Case& c) {
   const Tensor q64 = as_tensor(q, c, c.L, c.E), k64 = as_tensor(k, c, c.S, c.E), v64 = as_tensor(v, c, c.S, c.Ev);
   const Tensor saved = kernels::attention[kCPU](expected, q64, k64, v64, args);
 
-  std::vector<uint16_t> out(size_t(M * c.L * c.Ev), 0xFFFF);
+  Buffer out(c.element, size_t(M * c.L * c.Ev));
   std::vector<float> log_sum_exp(size_t(M * c.L), -1.0f);
   call.q = q.bits.data();
   call.k = k.bits.data();
@@ -295,12 +359,12 @@ std::vector<uint16_t> run_case(const Case& c) {
   call.dropout_keep_scale = c.dropout > 0 ? float(1.0 / (1.0 - c.dropout)) : 1.0f;
   call.dropout_state = args.dropout_state;
   call.log_sum_exp = log_sum_exp.data();
-  cuda_emulation::register_global_region(q.bits.data(), q.bits.size() * 2);
-  cuda_emulation::register_global_region(k.bits.data(), k.bits.size() * 2);
-  cuda_emulation::register_global_region(v.bits.data(), v.bits.size() * 2);
+  cuda_emulation::register_global_region(q.bits.data(), q.bits.byte_size());
+  cuda_emulation::register_global_region(k.bits.data(), k.bits.byte_size());
+  cuda_emulation::register_global_region(v.bits.data(), v.bits.byte_size());
   const unsigned int matrix_blocks = c.matrix_blocks > 0 ? c.matrix_blocks : static_cast<unsigned int>(M);
   try {
-    cuda_emulation::run_flash_attention_forward(c.float16, head_dim, c.tile, layout, call, c.seed, matrix_blocks);
+    cuda_emulation::run_flash_attention_forward(c.element, head_dim, c.tile, layout, call, c.seed, matrix_blocks);
   } catch (const std::exception& error) {
     cuda_emulation::clear_global_regions();
     FAIL_CHECK(std::string(error.what()));
@@ -309,8 +373,9 @@ std::vector<uint16_t> run_case(const Case& c) {
   cuda_emulation::clear_global_regions();
 
   // One rounding of each weight to 16 bits and one of each output: a few units of the format's
-  // last place on values of about 1.
-  const double tolerance = c.float16 ? 4e-3 : 3e-2;
+  // last place on values of about 1. On TF32, q, k, the weights and v each rounded to 10 fraction
+  // bits, the output stored in float32.
+  const double tolerance = forward_tolerance(c.element);
   const double* reference = expected.data_ptr<double>();
   double worst = 0;
   for (int64_t n = 0; n < M; ++n) {
@@ -341,10 +406,12 @@ std::vector<uint16_t> run_case(const Case& c) {
         CHECK(std::isinf(got_lse));
         CHECK(got_lse > 0);
       } else {
-        CHECK(double(got_lse) == doctest::Approx(lse).epsilon(1e-5).scale(1.0));
+        // 16-bit inputs give exact products; TF32's rounding of q and k moves the scores a little.
+        const double epsilon = c.element == Element::kFloat32 ? 1e-3 : 1e-5;
+        CHECK(double(got_lse) == doctest::Approx(lse).epsilon(epsilon).scale(1.0));
       }
       for (int64_t col = 0; col < c.Ev; ++col) {
-        const double got = from_bits(out[size_t((n * c.L + i) * c.Ev + col)], c.float16);
+        const double got = out.get(size_t((n * c.L + i) * c.Ev + col));
         const double want = reference[(n * c.L + i) * c.Ev + col];
         worst = std::max(worst, std::fabs(got - want));
         if (!(std::fabs(got - want) <= tolerance)) {
@@ -362,9 +429,9 @@ std::vector<uint16_t> run_case(const Case& c) {
 TEST_CASE("flash attention forward: head dims 64 and 128, tails, L != S") {
   run_case({.name = "bf16 d64 L=S=128", .batch = 1, .heads = 2, .L = 128, .S = 128, .E = 64, .Ev = 64});
   run_case(
-      {.name = "f16 d128 L 100 S 77", .batch = 2, .heads = 1, .L = 100, .S = 77, .E = 128, .Ev = 128, .float16 = true});
+      {.name = "f16 d128 L 100 S 77", .batch = 2, .heads = 1, .L = 100, .S = 77, .E = 128, .Ev = 128, .element = Element::kFloat16});
   run_case({.name = "bf16 E 40 Ev 24 (padded to 64) L 33 S 200", .L = 33, .S = 200, .E = 40, .Ev = 24});
-  run_case({.name = "f16 E 96 Ev 128 L 1 S 1", .L = 1, .S = 1, .E = 96, .Ev = 128, .float16 = true});
+  run_case({.name = "f16 E 96 Ev 128 L 1 S 1", .L = 1, .S = 1, .E = 96, .Ev = 128, .element = Element::kFloat16});
   run_case({.name = "bf16 d64 L 200 S 3", .L = 200, .S = 3, .E = 64, .Ev = 64});
 }
 
@@ -376,7 +443,7 @@ TEST_CASE("flash attention forward: causal, bool and additive masks, rows with n
             .E = 128,
             .Ev = 128,
             .mask = MaskKind::kCausal,
-            .float16 = true});
+            .element = Element::kFloat16});
   run_case(
       {.name = "causal bf16 L 130 S 20 (rows past S see every key)", .L = 130, .S = 20, .mask = MaskKind::kCausal});
   run_case({.name = "bool mask bf16 d64 L 90 S 70", .heads = 2, .L = 90, .S = 70, .mask = MaskKind::kBool});
@@ -386,7 +453,7 @@ TEST_CASE("flash attention forward: causal, bool and additive masks, rows with n
             .E = 128,
             .Ev = 128,
             .mask = MaskKind::kAdditive,
-            .float16 = true});
+            .element = Element::kFloat16});
 }
 
 TEST_CASE("flash attention forward: dropout draws the CPU's mask bits") {
@@ -397,7 +464,7 @@ TEST_CASE("flash attention forward: dropout draws the CPU's mask bits") {
             .E = 128,
             .Ev = 128,
             .mask = MaskKind::kCausal,
-            .float16 = true,
+            .element = Element::kFloat16,
             .dropout = 0.5});
 }
 
@@ -433,13 +500,13 @@ TEST_CASE("flash attention forward: every tile shape the build compiles, in seve
               .S = 161,
               .E = 128,
               .Ev = 128,
-              .float16 = true,
+              .element = Element::kFloat16,
               .tile = tile,
               .seed = uint64_t(tile + 7)});
   }
   // The threads' order changes nothing: the same bits from three interleavings.
   const Case c{.name = "bool mask, dropout", .heads = 2, .L = 77, .S = 77, .mask = MaskKind::kBool, .dropout = 0.1};
-  const std::vector<uint16_t> first = run_case(c);
+  const Buffer first = run_case(c);
   for (const uint64_t seed : {5u, 6u}) {
     Case again = c;
     again.seed = seed;
@@ -451,20 +518,20 @@ TEST_CASE("flash attention forward: every tile shape the build compiles, in seve
 std::vector<Case> backward_cases() {
   return {
       {.name = "bf16 d64 L=S=128", .heads = 2, .L = 128, .S = 128, .backward = true},
-      {.name = "f16 d128 L 100 S 77", .batch = 2, .L = 100, .S = 77, .E = 128, .Ev = 128, .float16 = true,
+      {.name = "f16 d128 L 100 S 77", .batch = 2, .L = 100, .S = 77, .E = 128, .Ev = 128, .element = Element::kFloat16,
        .backward = true},
       {.name = "bf16 E 40 Ev 24 L 33 S 200", .L = 33, .S = 200, .E = 40, .Ev = 24, .backward = true},
-      {.name = "causal f16 d64 L 150 S 150", .L = 150, .S = 150, .mask = MaskKind::kCausal, .float16 = true,
+      {.name = "causal f16 d64 L 150 S 150", .L = 150, .S = 150, .mask = MaskKind::kCausal, .element = Element::kFloat16,
        .backward = true},
       {.name = "causal bf16 L 130 S 20", .L = 130, .S = 20, .mask = MaskKind::kCausal, .backward = true},
       {.name = "bool mask bf16 L 90 S 70", .heads = 2, .L = 90, .S = 70, .mask = MaskKind::kBool, .backward = true},
       {.name = "additive mask f16 d128 L 65 S 64", .L = 65, .S = 64, .E = 128, .Ev = 128,
-       .mask = MaskKind::kAdditive, .float16 = true, .backward = true},
+       .mask = MaskKind::kAdditive, .element = Element::kFloat16, .backward = true},
       {.name = "dropout 0.2 causal bf16 L=S=80", .heads = 2, .L = 80, .S = 80, .mask = MaskKind::kCausal,
        .dropout = 0.2, .backward = true},
       {.name = "heads as views, 6 matrices on 4 blocks", .batch = 2, .heads = 3, .L = 50, .S = 70,
        .heads_as_views = true, .matrix_blocks = 4, .backward = true},
-      {.name = "L 1 S 1", .L = 1, .S = 1, .E = 64, .Ev = 64, .float16 = true, .backward = true},
+      {.name = "L 1 S 1", .L = 1, .S = 1, .E = 64, .Ev = 64, .element = Element::kFloat16, .backward = true},
   };
 }
 
@@ -486,7 +553,7 @@ TEST_CASE("flash attention backward: every tile shape the build compiles") {
               .S = 161,
               .E = 128,
               .Ev = 128,
-              .float16 = true,
+              .element = Element::kFloat16,
               .tile = tile,
               .seed = uint64_t(tile + 3),
               .backward = true});
@@ -501,3 +568,65 @@ TEST_CASE("flash attention backward, deterministic: dQ by its own pass, the same
 }
 
 }  // namespace
+
+// float32 on TF32 tensor cores (mma.m16n8k8): the same kernels, their fragments loaded and ordered
+// as cuda/attention/mma_fragments.cuh says, on the backward's cases (each also checks its forward),
+// every tile shape, and the deterministic dQ pass.
+Case on_tf32(Case c) {
+  c.element = Element::kFloat32;
+  for (const char* type : {"bf16 ", "f16 "}) {
+    if (const size_t at = c.name.find(type); at != std::string::npos) c.name.erase(at, std::strlen(type));
+  }
+  c.name = "tf32 " + c.name;
+  return c;
+}
+
+TEST_CASE("flash attention on TF32: float32 forward and backward, every case") {
+  for (const Case& c : backward_cases()) run_case(on_tf32(c));
+  run_case({.name = "tf32 additive mask d64 L 33 S 90",
+            .L = 33,
+            .S = 90,
+            .mask = MaskKind::kAdditive,
+            .element = Element::kFloat32,
+            .backward = true});
+}
+
+TEST_CASE("flash attention on TF32: every tile shape, several interleavings, deterministic dQ") {
+  for (int tile = 0; tile < cuda::kFlashTileChoices; ++tile) {
+    run_case({.name = "tf32 d64 causal L 130 S 150",
+              .L = 130,
+              .S = 150,
+              .mask = MaskKind::kCausal,
+              .element = Element::kFloat32,
+              .tile = tile,
+              .seed = uint64_t(tile),
+              .backward = true});
+    run_case({.name = "tf32 d128 L 70 S 161",
+              .L = 70,
+              .S = 161,
+              .E = 128,
+              .Ev = 128,
+              .element = Element::kFloat32,
+              .tile = tile,
+              .seed = uint64_t(tile + 3),
+              .backward = true});
+  }
+  const Case c{.name = "tf32 bool mask, dropout",
+               .heads = 2,
+               .L = 77,
+               .S = 77,
+               .mask = MaskKind::kBool,
+               .element = Element::kFloat32,
+               .dropout = 0.1};
+  const Buffer first = run_case(c);
+  for (const uint64_t seed : {5u, 6u}) {
+    Case again = c;
+    again.seed = seed;
+    CHECK(run_case(again) == first);
+  }
+  for (const Case& c : backward_cases()) {
+    Case deterministic = on_tf32(c);
+    deterministic.deterministic = true;
+    run_case(deterministic);
+  }
+}

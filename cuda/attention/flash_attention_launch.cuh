@@ -1,7 +1,10 @@
 // The launchers of the mma.sync kernels (cuda/attention/flash_attention_forward.cuh,
 // flash_attention_backward.cuh and flash_attention_grad_q.cuh): which of the compiled tile shapes
-// runs, the grid and the shared memory. Compiled only with CMake's EMBER_CUDA_FLASH
-// (cuda/CMakeLists.txt says why).
+// runs, the grid and the shared memory. Instantiated one element type per file
+// (flash_attention_bf16.cu, _f16.cu, _tf32.cu), so that a build compiles the types' kernels in
+// parallel; compiled only with CMake's EMBER_CUDA_FLASH (cuda/CMakeLists.txt says why).
+#pragma once
+
 #include "cuda/attention/attention_device.cuh"
 #include "cuda/attention/flash_attention_backward.cuh"
 #include "cuda/attention/flash_attention_forward.cuh"
@@ -9,7 +12,7 @@
 #include "cuda/runtime/stream.h"
 
 namespace ember::cuda {
-namespace {
+namespace flash_launch {
 
 // One kernel over a grid of `blocks` tiles by the matrices, with the tile's threads and `shared`
 // bytes of shared memory.
@@ -69,33 +72,31 @@ void launch_backward(const AttentionLayout& layout, const AttentionPointers<T>& 
   launch_grad_q_pass<T, D>(layout, args);
 }
 
-}  // namespace
+}  // namespace flash_launch
 
 template <class T>
 void launch_attention_forward_flash(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (flash_head_dim(layout.embed, layout.value_embed) == 64) {
     visit_flash_tile<64, FlashPass::kForward>(flash_forward_tile_choice(),
-                                              TileLaunch<T, 64, FlashPass::kForward>{layout, args});
+                                              flash_launch::TileLaunch<T, 64, FlashPass::kForward>{layout, args});
   } else {
     visit_flash_tile<128, FlashPass::kForward>(flash_forward_tile_choice(),
-                                               TileLaunch<T, 128, FlashPass::kForward>{layout, args});
+                                               flash_launch::TileLaunch<T, 128, FlashPass::kForward>{layout, args});
   }
 }
 
 template <class T>
 void launch_attention_backward_flash(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (flash_head_dim(layout.embed, layout.value_embed) == 64) {
-    launch_backward<T, 64>(layout, args);
+    flash_launch::launch_backward<T, 64>(layout, args);
   } else {
-    launch_backward<T, 128>(layout, args);
+    flash_launch::launch_backward<T, 128>(layout, args);
   }
 }
 
-#define EMBER_INSTANTIATE(T)                                                                            \
+// The explicit instantiations of one element type's launchers (in its own file).
+#define EMBER_INSTANTIATE_FLASH_ATTENTION(T)                                                            \
   template void launch_attention_forward_flash<T>(const AttentionLayout&, const AttentionPointers<T>&); \
   template void launch_attention_backward_flash<T>(const AttentionLayout&, const AttentionPointers<T>&);
-EMBER_INSTANTIATE(__nv_bfloat16)
-EMBER_INSTANTIATE(__half)
-#undef EMBER_INSTANTIATE
 
 }  // namespace ember::cuda

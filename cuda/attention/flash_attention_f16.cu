@@ -1,0 +1,6 @@
+// The mma.sync attention kernels and their launchers for float16.
+#include "cuda/attention/flash_attention_launch.cuh"
+
+namespace ember::cuda {
+EMBER_INSTANTIATE_FLASH_ATTENTION(__half)
+}  // namespace ember::cuda
