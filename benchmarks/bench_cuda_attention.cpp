@@ -6,7 +6,8 @@
 // float32 on TF32 tensor cores, where they are compiled); the composed form in float32 only.
 //
 // Then bfloat16 at the sizes of the bar: batch 16, 16 heads, head dim 64 at lengths 1,024
-// and 4,096 and head dim 128 at 2,048, on each path in turn (argument `path`): 2 to 5, the
+// and 4,096 and head dim 128 at 2,048, on each path in turn (argument `path`); float16 at the same
+// sizes on the default mma.sync tiles and the WMMA path (F16 in the names): 2 to 5, the
 // mma.sync kernels (cuda/attention/flash_attention_forward.cuh and flash_attention_backward.cuh),
 // the forward with each tile shape of cuda/attention/flash_attention_plan.h's list, as
 // EMBER_ATTENTION_FLASH_TILE chooses, and the backward on its default tile; 1, the WMMA path
@@ -172,14 +173,15 @@ struct AttentionPath {
 constexpr int64_t kFlashTilePaths = 1;
 #endif
 
-// Arguments: the path (AttentionPath), causal or not, length, head dim. [B, H, L, E] bfloat16.
-void BM_CudaAttentionBf16Forward(benchmark::State& state) {
+// Arguments: the path (AttentionPath), causal or not, length, head dim. [B, H, L, E] of a 16-bit
+// dtype.
+void time_16_bit_forward(benchmark::State& state, DType dtype) {
   if (skip_without_gpu(state)) return;
   const AttentionPath path(state.range(0));
   const bool causal = state.range(1) != 0;
   const int64_t length = state.range(2), head_dim = state.range(3);
   NoGradGuard no_grad;
-  const TensorOptions on_gpu = TensorOptions(kBFloat16).device(Device::cuda(0));
+  const TensorOptions on_gpu = TensorOptions(dtype).device(Device::cuda(0));
   const Tensor q = randn({kBf16Batch, kBf16Heads, length, head_dim}, on_gpu), k = randn_like(q), v = randn_like(q);
   for (auto _ : state) {
     benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, {.is_causal = causal}));
@@ -190,9 +192,13 @@ void BM_CudaAttentionBf16Forward(benchmark::State& state) {
       benchmark::Counter::kIsRate);
 }
 
-// Forward + backward of one bfloat16 case on whichever path the settings choose.
-void time_bf16_forward_backward(benchmark::State& state, bool causal, int64_t length, int64_t head_dim) {
-  const TensorOptions on_gpu = TensorOptions(kBFloat16).device(Device::cuda(0));
+void BM_CudaAttentionBf16Forward(benchmark::State& state) { time_16_bit_forward(state, kBFloat16); }
+void BM_CudaAttentionF16Forward(benchmark::State& state) { time_16_bit_forward(state, kFloat16); }
+
+// Forward + backward of one 16-bit case on whichever path the settings choose.
+void time_16_bit_forward_backward(benchmark::State& state, DType dtype, bool causal, int64_t length,
+                                  int64_t head_dim) {
+  const TensorOptions on_gpu = TensorOptions(dtype).device(Device::cuda(0));
   Tensor q = randn({kBf16Batch, kBf16Heads, length, head_dim}, on_gpu), k = randn_like(q), v = randn_like(q);
   for (Tensor* t : {&q, &k, &v}) t->requires_grad_(true);
   const Tensor grad = randn_like(q);
@@ -209,16 +215,18 @@ void time_bf16_forward_backward(benchmark::State& state, bool causal, int64_t le
 void BM_CudaAttentionBf16ForwardBackward(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const AttentionPath path(state.range(0));
-  time_bf16_forward_backward(state, state.range(1) != 0, state.range(2), state.range(3));
+  time_16_bit_forward_backward(state, kBFloat16, state.range(1) != 0, state.range(2), state.range(3));
 }
 
-// Head dim 64 at 1,024 and 4,096, and 128 at 2,048: where PyTorch's SDPA anchors were measured.
-void bf16_cases(benchmark::internal::Benchmark* bench) {
+void BM_CudaAttentionF16ForwardBackward(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const AttentionPath path(state.range(0));
+  time_16_bit_forward_backward(state, kFloat16, state.range(1) != 0, state.range(2), state.range(3));
+}
+
+// Head dim 64 at 1,024 and 4,096, and 128 at 2,048 (the bar), on the given paths.
+void sixteen_bit_cases(benchmark::internal::Benchmark* bench, const std::vector<int64_t>& paths) {
   bench->ArgNames({"path", "causal", "len", "dim"});
-  std::vector<int64_t> paths;
-  for (int64_t tile = 0; tile < kFlashTilePaths; ++tile) paths.push_back(2 + tile);
-  paths.push_back(1);
-  paths.push_back(0);
   for (const int64_t path : paths) {
     for (const auto& [length, head_dim] : {std::pair<int64_t, int64_t>{1024, 64}, {4096, 64}, {2048, 128}}) {
       for (const int64_t causal : {0, 1}) bench->Args({path, causal, length, head_dim});
@@ -226,8 +234,24 @@ void bf16_cases(benchmark::internal::Benchmark* bench) {
   }
   bench->UseRealTime()->Unit(benchmark::kMillisecond);
 }
+
+// bfloat16 on every path: each compiled mma.sync tile, the WMMA path, the float32-tile kernel.
+void bf16_cases(benchmark::internal::Benchmark* bench) {
+  std::vector<int64_t> paths;
+  for (int64_t tile = 0; tile < kFlashTilePaths; ++tile) paths.push_back(2 + tile);
+  paths.push_back(1);
+  paths.push_back(0);
+  sixteen_bit_cases(bench, paths);
+}
+
+// float16 on the default mma.sync tiles and the WMMA path (the tiles' ranking is bf16's: the
+// kernels differ only in the mma instruction's operand type).
+void f16_cases(benchmark::internal::Benchmark* bench) { sixteen_bit_cases(bench, {2, 1}); }
+
 BENCHMARK(BM_CudaAttentionBf16Forward)->Apply(bf16_cases);
 BENCHMARK(BM_CudaAttentionBf16ForwardBackward)->Apply(bf16_cases);
+BENCHMARK(BM_CudaAttentionF16Forward)->Apply(f16_cases);
+BENCHMARK(BM_CudaAttentionF16ForwardBackward)->Apply(f16_cases);
 
 #ifdef EMBER_WITH_CUDA
 // The deterministic mode on the mma.sync path's default tiles (dQ by its own pass, the scores and
@@ -236,7 +260,7 @@ void BM_CudaAttentionBf16ForwardBackwardDeterministic(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const AttentionPath path(2);
   const cuda::AttentionDeterministicScope deterministic(true);
-  time_bf16_forward_backward(state, state.range(0) != 0, state.range(1), state.range(2));
+  time_16_bit_forward_backward(state, kBFloat16, state.range(0) != 0, state.range(1), state.range(2));
 }
 BENCHMARK(BM_CudaAttentionBf16ForwardBackwardDeterministic)
     ->ArgNames({"causal", "len", "dim"})

@@ -285,16 +285,17 @@ check_harness() {
   return "$failed"
 }
 
-# The sizes: float32 fused at the classifier's length and at 1,024-4,096, and composed
-# (three ops, cuBLAS products) at the classifier's length, which says whether short sequences
-# should take the fused kernels; bfloat16 at 1,024 and 4,096 (head dim 64) and 2,048 (head dim
-# 128), non-causal on the mma.sync forward with each of its four tile shapes (paths 2-5: the
-# table that chooses the default) and on the WMMA path (1), causal on the default tile; and the
-# deterministic backward's cost on the default tiles.
+# The sizes: float32 fused at the classifier's length and at 1,024-4,096, as float32 and
+# with TF32 allowed (the mma.sync kernels on TF32), and composed (three ops, cuBLAS products) at
+# the classifier's length, which says whether short sequences should take the fused kernels;
+# bfloat16 at 1,024 and 4,096 (head dim 64) and 2,048 (head dim 128), non-causal on the mma.sync
+# forward with each of its four tile shapes (paths 2-5: the table that chooses the default) and
+# on the WMMA path (1), causal on the default tile; float16 on the default tile, causal and not;
+# and the deterministic backward's cost on the default tiles.
 check_attention() {
   unpack
   "$BUILD/benchmarks/bench_cuda_attention" \
-    --benchmark_filter='BM_CudaAttention(Forward|ForwardBackward)/fused:(1/causal:0/|0/causal:0/len:128/)|BM_CudaAttentionBf16(Forward|ForwardBackward)/path:([1-5]/causal:0|2/causal:1)/|BM_CudaAttentionBf16ForwardBackwardDeterministic/' \
+    --benchmark_filter='BM_CudaAttention(Forward|ForwardBackward)/fused:(1/causal:0/|0/causal:0/len:128/)|BM_CudaAttentionBf16(Forward|ForwardBackward)/path:([1-5]/causal:0|2/causal:1)/|BM_CudaAttentionF16(Forward|ForwardBackward)/path:2/|BM_CudaAttentionBf16ForwardBackwardDeterministic/' \
     --benchmark_out="$LOGS/bench-attention.json" --benchmark_out_format=json
 }
 
@@ -361,7 +362,7 @@ check() {
     check_stage suites check_suites "${CHECK_CAP_SUITES_S:-120}"
     check_stage sanitizers check_sanitizers "${CHECK_CAP_SANITIZERS_S:-60}"
     check_stage harness check_harness "${CHECK_CAP_HARNESS_S:-240}"
-    check_stage attention check_attention "${CHECK_CAP_ATTENTION_S:-40}"
+    check_stage attention check_attention "${CHECK_CAP_ATTENTION_S:-60}"
     check_stage sdpa check_sdpa "${CHECK_CAP_SDPA_S:-40}"
     check_stage cpu-harness check_cpu_harness "${CHECK_CAP_CPU_HARNESS_S:-60}"
   else

@@ -154,7 +154,9 @@ def attention_section(out):
 
 
 # bench_cuda_attention's case names: the bfloat16 cases by path, the float32 ones fused or composed.
-BF16_CASE = re.compile(r"BM_CudaAttentionBf16(Forward|ForwardBackward)/path:(\d+)/causal:(\d)/len:(\d+)/dim:(\d+)")
+SIXTEEN_BIT_CASE = re.compile(
+    r"BM_CudaAttention(Bf16|F16)(Forward|ForwardBackward)/path:(\d+)/causal:(\d)/len:(\d+)/dim:(\d+)")
+SIXTEEN_BIT_DTYPES = {"Bf16": "bfloat16", "F16": "float16"}
 FLOAT32_CASE = re.compile(
     r"BM_CudaAttention(Forward|ForwardBackward)/fused:1/causal:(\d)/len:(\d+)/batch:\d+(?:/tf32:(\d))?")
 PATH_NAMES = {0: "float32 tiles", 1: "WMMA"}
@@ -174,10 +176,10 @@ def ember_attention_rates(out):
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
         name = b.get("name", "")
-        match = BF16_CASE.match(name)
+        match = SIXTEEN_BIT_CASE.match(name)
         if match:
-            which, path_id, causal, length, head_dim = match.groups()
-            key = ("bfloat16", which, causal == "1", int(length), int(head_dim))
+            dtype, which, path_id, causal, length, head_dim = match.groups()
+            key = (SIXTEEN_BIT_DTYPES[dtype], which, causal == "1", int(length), int(head_dim))
             path_name = PATH_NAMES.get(int(path_id), f"mma.sync tile {int(path_id) - 2}")
         else:
             match = FLOAT32_CASE.match(name)
@@ -197,7 +199,7 @@ def ember_attention_rates(out):
 def attention_bar(dtype, length):
     """The issue's bar for ember over SDPA: half of its flash backend's rate in 16 bits; in float32
     its default's rate at 128, half of it from 1,024 on."""
-    if dtype == "bfloat16":
+    if dtype in ("bfloat16", "float16"):
         return "flash", 0.5
     return "default", 1.0 if length <= 128 else 0.5
 

@@ -4,6 +4,9 @@
 // takes the path only where cp.async can copy the operands.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include <set>
 
 #include "cuda/attention/flash_attention_plan.h"
@@ -180,6 +183,20 @@ TEST_CASE("float32 on TF32: plans of 4-byte elements, the swizzle by 4-element c
     for (const FlashTile& tile : kFlashBackwardTiles64) {
       CHECK(flash_backward_plan(head_dim, tile, 4).bytes == 2 * flash_backward_plan(head_dim, tile).bytes);
     }
+  }
+  // The TF32 list at head dim 64 holds the 16-bit list's shapes, 16 queries a warp first; the
+  // other lists are the 16-bit ones.
+  CHECK(flash_forward_tiles(64, 4)[0].queries == 64);
+  CHECK(flash_forward_tiles(64, 4)[0].warps == 4);
+  CHECK(flash_forward_tiles(64, 2) == kFlashTiles64);
+  CHECK(flash_forward_tiles(128, 4) == kFlashTiles128);
+  CHECK(flash_backward_tiles(64) == kFlashBackwardTiles64);
+  for (const FlashTile& tile : kFlashTf32Tiles64) {
+    CHECK(flash_tile_is_valid(tile));
+    CHECK(std::any_of(std::begin(kFlashTiles64), std::end(kFlashTiles64), [&](const FlashTile& other) {
+      return other.queries == tile.queries && other.keys == tile.keys && other.warps == tile.warps &&
+             other.stages == tile.stages;
+    }));
   }
   // The default tiles fit an H100's 227 KB at both head dims, the largest the backward at 128:
   // k, v 32 KB each, two stages of q and dO 128 KB, dS^T 16 KB.

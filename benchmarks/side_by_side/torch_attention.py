@@ -5,8 +5,9 @@ are compared in one run rather than against figures from elsewhere.
     python3 benchmarks/side_by_side/torch_attention.py --out sdpa-attention.json
 
 The cases (attention_cases below, the same as bench_cuda_attention.cpp's):
-- bfloat16, batch 16, 16 heads: head dim 64 at lengths 1,024 and 4,096, head dim 128 at 2,048;
-  causal and not; on SDPA's flash backend (FlashAttention-2, forced) and on its default choice;
+- bfloat16 and float16, batch 16, 16 heads: head dim 64 at lengths 1,024 and 4,096, head dim 128
+  at 2,048; causal and not; on SDPA's flash backend (FlashAttention-2, forced) and on its default
+  choice;
 - float32, batch 32, 4 heads, head dim 64 (heads split off a [batch, length, 256] projection as
   views, as ember's benchmark and MultiHeadAttention do): lengths 128 (the classifier's) and
   1,024 to 4,096; causal and not; on SDPA's default choice (the flash backend takes no float32).
@@ -30,6 +31,7 @@ import sys
 
 BF16_BATCH, BF16_HEADS = 16, 16
 BF16_SHAPES = [(1024, 64), (4096, 64), (2048, 128)]  # (length, head dim)
+SIXTEEN_BIT = ("bfloat16", "float16")
 FLOAT32_BATCH, FLOAT32_HEADS, FLOAT32_HEAD_DIM = 32, 4, 64
 FLOAT32_LENGTHS = [128, 1024, 2048, 4096]
 PASSES = ("forward", "forward_backward")
@@ -45,9 +47,10 @@ def attention_flops(batch, heads, length, head_dim, causal, pass_name):
 def attention_cases():
     """(dtype, batch, heads, length, head_dim, causal, backends) for every case, in order."""
     cases = []
-    for length, head_dim in BF16_SHAPES:
-        for causal in (False, True):
-            cases.append(("bfloat16", BF16_BATCH, BF16_HEADS, length, head_dim, causal, ("flash", "default")))
+    for dtype in SIXTEEN_BIT:
+        for length, head_dim in BF16_SHAPES:
+            for causal in (False, True):
+                cases.append((dtype, BF16_BATCH, BF16_HEADS, length, head_dim, causal, ("flash", "default")))
     for length in FLOAT32_LENGTHS:
         for causal in (False, True):
             cases.append(("float32", FLOAT32_BATCH, FLOAT32_HEADS, length, FLOAT32_HEAD_DIM, causal, ("default",)))
@@ -71,19 +74,19 @@ def measure(torch, run, iterations, warmup):
 
 
 def operands(torch, dtype, batch, heads, length, head_dim, requires_grad):
-    """q, k, v as bench_cuda_attention makes them: bfloat16 [B, H, L, E] contiguous; float32 heads
+    """q, k, v as bench_cuda_attention makes them: 16-bit [B, H, L, E] contiguous; float32 heads
     split off a [B, L, H E] projection as views."""
     device = "cuda"
-    if dtype == "bfloat16":
+    if dtype in SIXTEEN_BIT:
         shape = (batch, heads, length, head_dim)
-        return [torch.randn(shape, device=device, dtype=torch.bfloat16, requires_grad=requires_grad)
+        return [torch.randn(shape, device=device, dtype=getattr(torch, dtype), requires_grad=requires_grad)
                 for _ in range(3)]
     return [torch.randn((batch, length, heads * head_dim), device=device, requires_grad=requires_grad)
             for _ in range(3)]
 
 
 def as_heads(x, heads, head_dim, dtype):
-    if dtype == "bfloat16":
+    if dtype in SIXTEEN_BIT:
         return x
     return x.view(x.shape[0], x.shape[1], heads, head_dim).transpose(1, 2)
 
@@ -94,8 +97,7 @@ def run_case(torch, case, backend, pass_name, iterations, warmup):
     dtype, batch, heads, length, head_dim, causal, _ = case
     backward = pass_name == "forward_backward"
     q, k, v = operands(torch, dtype, batch, heads, length, head_dim, backward)
-    grad = torch.randn((batch, heads, length, head_dim), device="cuda",
-                       dtype=torch.bfloat16 if dtype == "bfloat16" else torch.float32)
+    grad = torch.randn((batch, heads, length, head_dim), device="cuda", dtype=getattr(torch, dtype))
 
     def step():
         out = F.scaled_dot_product_attention(as_heads(q, heads, head_dim, dtype), as_heads(k, heads, head_dim, dtype),

@@ -463,7 +463,7 @@ bool takes_flash_forward(const AttentionLayout& layout, const AttentionPointers<
   if constexpr (kHasFlashKernels<T>) {
     const TensorCoreDevice device = current_tensor_core_device();
     const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
-    const FlashTile tile = (head_dim == 64 ? kFlashTiles64 : kFlashTiles128)[flash_forward_tile_choice()];
+    const FlashTile tile = flash_forward_tiles(head_dim, int(sizeof(T)))[flash_forward_tile_choice()];
     const FlashOperands operands{reinterpret_cast<uintptr_t>(args.q), reinterpret_cast<uintptr_t>(args.k),
                                  reinterpret_cast<uintptr_t>(args.v)};
     return attention_uses_flash_forward(flash_element_bytes_now<T>(), layout, operands, device.compute_capability,
@@ -479,8 +479,7 @@ bool takes_flash_backward(const AttentionLayout& layout, const AttentionPointers
   if constexpr (kHasFlashKernels<T>) {
     const TensorCoreDevice device = current_tensor_core_device();
     const int head_dim = flash_head_dim(layout.embed, layout.value_embed);
-    const FlashTile tile =
-        (head_dim == 64 ? kFlashBackwardTiles64 : kFlashBackwardTiles128)[flash_backward_tile_choice()];
+    const FlashTile tile = flash_backward_tiles(head_dim)[flash_backward_tile_choice()];
     const FlashOperands operands{reinterpret_cast<uintptr_t>(args.q), reinterpret_cast<uintptr_t>(args.k),
                                  reinterpret_cast<uintptr_t>(args.v), reinterpret_cast<uintptr_t>(args.grad_out)};
     return attention_uses_flash_backward(flash_element_bytes_now<T>(), layout, operands, device.compute_capability,

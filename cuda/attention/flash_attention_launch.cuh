@@ -58,7 +58,7 @@ void launch_grad_q_pass(const AttentionLayout& layout, const AttentionPointers<T
 template <class T, int D>
 void launch_backward(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (!attention_deterministic() || args.grad_q == nullptr) {
-    visit_flash_tile<D, FlashPass::kBackward>(flash_backward_tile_choice(),
+    visit_flash_tile<D, FlashPass::kBackward, sizeof(T)>(flash_backward_tile_choice(),
                                               TileLaunch<T, D, FlashPass::kBackward>{layout, args});
     return;
   }
@@ -66,7 +66,7 @@ void launch_backward(const AttentionLayout& layout, const AttentionPointers<T>& 
   AttentionPointers<T> keys_and_values = args;
   keys_and_values.grad_q = nullptr;
   if (keys_and_values.grad_k != nullptr || keys_and_values.grad_v != nullptr) {
-    visit_flash_tile<D, FlashPass::kBackward>(flash_backward_tile_choice(),
+    visit_flash_tile<D, FlashPass::kBackward, sizeof(T)>(flash_backward_tile_choice(),
                                               TileLaunch<T, D, FlashPass::kBackward>{layout, keys_and_values});
   }
   launch_grad_q_pass<T, D>(layout, args);
@@ -77,10 +77,10 @@ void launch_backward(const AttentionLayout& layout, const AttentionPointers<T>& 
 template <class T>
 void launch_attention_forward_flash(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   if (flash_head_dim(layout.embed, layout.value_embed) == 64) {
-    visit_flash_tile<64, FlashPass::kForward>(flash_forward_tile_choice(),
+    visit_flash_tile<64, FlashPass::kForward, sizeof(T)>(flash_forward_tile_choice(),
                                               flash_launch::TileLaunch<T, 64, FlashPass::kForward>{layout, args});
   } else {
-    visit_flash_tile<128, FlashPass::kForward>(flash_forward_tile_choice(),
+    visit_flash_tile<128, FlashPass::kForward, sizeof(T)>(flash_forward_tile_choice(),
                                                flash_launch::TileLaunch<T, 128, FlashPass::kForward>{layout, args});
   }
 }

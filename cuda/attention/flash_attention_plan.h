@@ -53,6 +53,22 @@ inline constexpr FlashTile kFlashTiles128[] = {
 };
 inline constexpr int kFlashTileChoices = 4;
 
+// float32 on TF32 holds its operands' fragments in twice the registers: at head dim 64 the
+// 16-bit default (32 queries a warp) spills (ptxas for sm_90: 255 registers, 512 bytes of spill
+// stores) where 16 queries a warp do not, so that shape comes first. Head dim 128 keeps the list.
+inline constexpr FlashTile kFlashTf32Tiles64[] = {
+    {64, 64, 4, 2},
+    {128, 64, 4, 2},
+    {128, 128, 8, 2},
+    {128, 32, 4, 2},
+};
+
+// The forward's list for a head dim and element size (bytes: 2, or 4 for TF32).
+EMBER_ATTENTION_HOST_DEVICE constexpr const FlashTile* flash_forward_tiles(int head_dim, int element_bytes = 2) {
+  if (head_dim == 64) return element_bytes == 4 ? kFlashTf32Tiles64 : kFlashTiles64;
+  return kFlashTiles128;
+}
+
 // The backward's shapes: a block takes `keys` keys (warp w a run of keys / warps of them, whole
 // m16 fragments) and walks the queries `queries` at a time (dQ splits them among the warps the same
 // way); `stages` q and grad_out tiles in shared memory at once. Registers decide here too: a warp
@@ -77,6 +93,11 @@ inline constexpr FlashTile kFlashBackwardTiles128[] = {
     {64, 64, 4, 1},
 };
 
+// The backward's list for a head dim (the same for every element size).
+EMBER_ATTENTION_HOST_DEVICE constexpr const FlashTile* flash_backward_tiles(int head_dim) {
+  return head_dim == 64 ? kFlashBackwardTiles64 : kFlashBackwardTiles128;
+}
+
 // How many tiles of each list a build compiles: all of them with EMBER_ATTENTION_TILE_SWEEP (CMake's
 // EMBER_CUDA_TILE_SWEEP, for the GPU check's timing table), else the first, the default. Each
 // instantiation is a fully unrolled kernel that ptxas takes close to a minute over.
@@ -98,15 +119,14 @@ inline constexpr bool kFlashKernelsCompiled = false;
 enum class FlashPass { kForward, kBackward };
 
 // Calls visitor.template run<Queries, Keys, Warps, Stages>() for tile `index` of the list for
-// head dim D and the pass (the kernel's template arguments are compile-time, the choice is not):
-// one switch, shared by the launchers (cuda/attention/flash_attention_launch.cuh) and the CPU emulation's.
-// Returns false for an index past the list.
-template <int D, FlashPass Pass, class Visitor>
+// head dim D, the pass and the element size (the kernel's template arguments are compile-time,
+// the choice is not): one switch, shared by the launchers (cuda/attention/flash_attention_launch.cuh)
+// and the CPU emulation's. Returns false for an index past the list.
+template <int D, FlashPass Pass, int ElementBytes = 2, class Visitor>
 bool visit_flash_tile(int index, Visitor&& visitor) {
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
   constexpr bool forward = Pass == FlashPass::kForward;
-  constexpr const FlashTile* tiles =
-      forward ? (D == 64 ? kFlashTiles64 : kFlashTiles128) : (D == 64 ? kFlashBackwardTiles64 : kFlashBackwardTiles128);
+  constexpr const FlashTile* tiles = forward ? flash_forward_tiles(D, ElementBytes) : flash_backward_tiles(D);
   static_assert(kFlashTileChoices == 4, "one case per tile below");
   // Tiles past kFlashCompiledTiles are not instantiated at all (if constexpr).
   switch (index) {

@@ -70,7 +70,7 @@ struct TileLaunch {
 template <cuda::FlashPass Pass, class T, int D>
 void run_head_dim(int tile_index, const cuda::AttentionLayout& layout, const AttentionCall& call, uint64_t seed,
                   unsigned int matrix_blocks) {
-  if (!cuda::visit_flash_tile<D, Pass>(tile_index, TileLaunch<T, D, Pass>{layout, call, seed, matrix_blocks})) {
+  if (!cuda::visit_flash_tile<D, Pass, sizeof(T)>(tile_index, TileLaunch<T, D, Pass>{layout, call, seed, matrix_blocks})) {
     throw std::runtime_error(fmt::format("no flash attention tile {}", tile_index));
   }
 }
