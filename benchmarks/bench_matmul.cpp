@@ -118,6 +118,12 @@ int register_all() {
     add("cblas_sgemm/" + p.name, cblas_product, p);
     add("ember_matmul/" + p.name, ember_matmul, p);
     if (p.trans_b) add("ember_linear/" + p.name, ember_linear, p);
+    // The same product in bfloat16 (ember's own gemm), beside sgemm's: a linear layer's three
+    // products as a bf16 step runs them.
+    benchmark::RegisterBenchmark(("ember_matmul/" + p.name + "/bfloat16").c_str(), ember_matmul_as, p,
+                                 ember::kBFloat16)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
   for (const ember::DType dtype : {ember::kFloat32, ember::kBFloat16, ember::kFloat16}) {
     const std::string suffix = "/" + std::string(ember::dtype_name(dtype));

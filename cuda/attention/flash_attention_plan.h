@@ -63,8 +63,9 @@ inline constexpr FlashTile kFlashTf32Tiles64[] = {
     {128, 32, 4, 2},
 };
 
-// The forward's list for a head dim and element size (bytes: 2, or 4 for TF32).
-EMBER_ATTENTION_HOST_DEVICE constexpr const FlashTile* flash_forward_tiles(int head_dim, int element_bytes = 2) {
+// The forward's list for a head dim and element size (bytes: 2, or 4 for TF32); host code (the
+// launchers and the rule), as the lists are.
+constexpr const FlashTile* flash_forward_tiles(int head_dim, int element_bytes = 2) {
   if (head_dim == 64) return element_bytes == 4 ? kFlashTf32Tiles64 : kFlashTiles64;
   return kFlashTiles128;
 }
@@ -94,7 +95,7 @@ inline constexpr FlashTile kFlashBackwardTiles128[] = {
 };
 
 // The backward's list for a head dim (the same for every element size).
-EMBER_ATTENTION_HOST_DEVICE constexpr const FlashTile* flash_backward_tiles(int head_dim) {
+constexpr const FlashTile* flash_backward_tiles(int head_dim) {
   return head_dim == 64 ? kFlashBackwardTiles64 : kFlashBackwardTiles128;
 }
 
