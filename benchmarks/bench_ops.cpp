@@ -97,6 +97,59 @@ void BM_GeluBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_GeluBackward)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// The same ops on bfloat16, as a bf16 autocast step runs them (computed in float32, each
+// element widened as read and rounded once as stored), and the casts autocast makes between
+// float32 and bfloat16. Bytes counted at two per bfloat16 element.
+constexpr int64_t kHalfBytes = kElements * 2;
+
+void BM_GeluBf16(benchmark::State& state) {
+  const Tensor x = randn({kRows, kCols}).to(kBFloat16);
+  for (auto _ : state) benchmark::DoNotOptimize(gelu(x));
+  set_bytes(state, 2 * kHalfBytes);
+}
+BENCHMARK(BM_GeluBf16)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_GeluBackwardBf16(benchmark::State& state) {
+  Tensor x = randn({kRows, kCols}).to(kBFloat16);
+  x.requires_grad_(true);
+  const Tensor y = gelu(x), grad = randn({kRows, kCols}).to(kBFloat16);
+  for (auto _ : state) {
+    y.backward(grad, {.retain_graph = true});
+    x.mutable_grad() = Tensor();
+  }
+  set_bytes(state, 3 * kHalfBytes);
+}
+BENCHMARK(BM_GeluBackwardBf16)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_CastFloat32ToBf16(benchmark::State& state) {
+  const Tensor x = randn({kRows, kCols});
+  for (auto _ : state) benchmark::DoNotOptimize(x.to(kBFloat16));
+  set_bytes(state, kTensorBytes + kHalfBytes);
+}
+BENCHMARK(BM_CastFloat32ToBf16)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_CastBf16ToFloat32(benchmark::State& state) {
+  const Tensor x = randn({kRows, kCols}).to(kBFloat16);
+  for (auto _ : state) benchmark::DoNotOptimize(x.to(kFloat32));
+  set_bytes(state, kTensorBytes + kHalfBytes);
+}
+BENCHMARK(BM_CastBf16ToFloat32)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// A linear layer's bias gradient: the column sums of a [4096, 1024] output gradient.
+void BM_ColumnSumBf16(benchmark::State& state) {
+  const Tensor g = randn({kRows, kCols}).to(kBFloat16);
+  for (auto _ : state) benchmark::DoNotOptimize(sum(g, {0}));
+  set_bytes(state, kHalfBytes);
+}
+BENCHMARK(BM_ColumnSumBf16)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_ColumnSum(benchmark::State& state) {
+  const Tensor g = randn({kRows, kCols});
+  for (auto _ : state) benchmark::DoNotOptimize(sum(g, {0}));
+  set_bytes(state, kTensorBytes);
+}
+BENCHMARK(BM_ColumnSum)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 void BM_Softmax(benchmark::State& state) {
   const Tensor x = mul(randn({kRows, kCols}), 3.0);
   for (auto _ : state) benchmark::DoNotOptimize(softmax(x, -1));

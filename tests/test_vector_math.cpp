@@ -263,6 +263,12 @@ TEST_CASE("every rung converts 16-bit rows exactly and rounds to nearest even") 
   std::vector<float> values;
   for (int i = -3000; i <= 3000; ++i) values.push_back(static_cast<float>(i) * 0.013f + 1e-3f * static_cast<float>(i % 5));
   for (float v : {0.0f, -0.0f, 1e-8f, -6e-5f, 65504.0f, 70000.0f, kInf, -kInf, 3e38f, 1e-40f}) values.push_back(v);
+  // Every 4099th float32 bit pattern (NaNs of both signs and every payload class among them,
+  // subnormals, bfloat16 ties), and exact ties to even either way.
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099) values.push_back(std::bit_cast<float>(uint32_t(bits)));
+  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0xbf808000u, 0x7f7f8000u, 0x7fc00001u, 0xff812345u, 0x7f800001u}) {
+    values.push_back(std::bit_cast<float>(bits));
+  }
   const int64_t n = static_cast<int64_t>(values.size());
   for (const cpu::CpuIsa rung : rungs_of_this_cpu()) {
     CAPTURE(rung_name(rung));
@@ -274,12 +280,20 @@ TEST_CASE("every rung converts 16-bit rows exactly and rounds to nearest even") 
     std::vector<float> from_bf(n), from_half(n);
     table.widen_bf16(bf.data(), n, from_bf.data());
     table.widen_f16(half.data(), n, from_half.data());
+    // One check per kind over the whole row (a million values): the first mismatch is reported.
+    int64_t bf_wrong = -1, half_wrong = -1, widened_wrong = -1;
     for (int64_t i = 0; i < n; ++i) {
-      CAPTURE(values[i]);
-      CHECK(bf[i].bits == BFloat16(values[i]).bits);
-      CHECK(half[i].bits == Float16(values[i]).bits);
-      CHECK(from_bf[i] == static_cast<float>(BFloat16(values[i])));
-      CHECK(from_half[i] == static_cast<float>(Float16(values[i])));
+      if (bf_wrong < 0 && bf[i].bits != BFloat16(values[i]).bits) bf_wrong = i;
+      if (half_wrong < 0 && half[i].bits != Float16(values[i]).bits) half_wrong = i;
+      const auto same_bits = [](float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); };
+      if (widened_wrong < 0 && (!same_bits(from_bf[i], static_cast<float>(BFloat16(values[i]))) ||
+                                !same_bits(from_half[i], static_cast<float>(Float16(values[i]))))) {
+        widened_wrong = i;
+      }
     }
+    CHECK_MESSAGE(bf_wrong < 0, "bfloat16 rounding of bits " << std::bit_cast<uint32_t>(values[std::max<int64_t>(bf_wrong, 0)]));
+    CHECK_MESSAGE(half_wrong < 0, "float16 rounding of bits " << std::bit_cast<uint32_t>(values[std::max<int64_t>(half_wrong, 0)]));
+    CHECK_MESSAGE(widened_wrong < 0, "widening of the rounding of bits "
+                                         << std::bit_cast<uint32_t>(values[std::max<int64_t>(widened_wrong, 0)]));
   }
 }
