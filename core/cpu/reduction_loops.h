@@ -30,17 +30,22 @@ using Accumulator = std::conditional_t<std::is_same_v<compute_type<T>, float>, d
 
 // Kernels that need scratch per column work on tiles of this many columns.
 inline constexpr int64_t kColumnTile = 64;
+// A sum's tiles are wider: its scratch is one running total a column (8 KB of doubles, in L1), and
+// a wide tile reads each row as one long contiguous run. With 64 columns a tile read 256 bytes
+// from each of 4,096 rows 4 KB apart, a page each: the column sums of a [4096, 1024] float32
+// gradient (a linear layer's bias) ran at about 8 GB/s on an AVX2 EPYC.
+inline constexpr int64_t kSumColumnTile = 1024;
 
-// Calls body(o, i0, i1) for blocks of columns [i0, i1) of outer index o, covering every output
-// once, split over threads by output element.
-template <class Body>
+// Calls body(o, i0, i1) for blocks of at most Tile columns [i0, i1) of outer index o, covering
+// every output once, split over threads by output element.
+template <int64_t Tile = kColumnTile, class Body>
 void parallel_over_columns(const ReductionLayout& layout, Body&& body) {
   const int64_t inner = layout.inner;
   parallel_for(layout.outer * inner, layout.reduce, [&](int64_t begin, int64_t end) {
     for (int64_t flat = begin; flat < end;) {
       const int64_t o = flat / inner, i0 = flat % inner;
       const int64_t i1 = std::min(inner, i0 + (end - flat));
-      for (int64_t t0 = i0; t0 < i1; t0 += kColumnTile) body(o, t0, std::min(i1, t0 + kColumnTile));
+      for (int64_t t0 = i0; t0 < i1; t0 += Tile) body(o, t0, std::min(i1, t0 + Tile));
       flat += i1 - i0;
     }
   });

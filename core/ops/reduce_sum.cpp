@@ -21,7 +21,7 @@ constinit KernelTable<void(const Tensor& out, const Tensor& x, const std::vector
 namespace {
 
 using cpu::Accumulator;
-using cpu::kColumnTile;
+using cpu::kSumColumnTile;
 using cpu::parallel_over_columns;
 using cpu::parallel_over_rows;
 
@@ -41,10 +41,11 @@ void sum_cpu(const Tensor& out, const Tensor& x, const std::vector<bool>& mask) 
       });
       return;
     }
-    // A tile of accumulators, not the float32 output, holds the running column totals.
-    parallel_over_columns(layout, [&](int64_t o, int64_t i0, int64_t i1) {
+    // A tile of accumulators, not the float32 output, holds the running column totals. Each
+    // column is still summed row by row in order, whatever the tile's width.
+    parallel_over_columns<kSumColumnTile>(layout, [&](int64_t o, int64_t i0, int64_t i1) {
       const int64_t width = i1 - i0;
-      Accumulator<T> total[kColumnTile] = {};
+      Accumulator<T> total[kSumColumnTile] = {};
       // Each row's address is formed inside the loop: an empty reduction (reduce 0) has no
       // input memory, and an offset from its null data pointer would be undefined.
       for (int64_t r = 0; r < reduce; ++r) {
