@@ -30,7 +30,7 @@ stub cmake "case \"\$1\" in
     for target in \"\$@\"; do
       case \"\$target\" in cuda_*) printf '#!/usr/bin/env bash\nexit 0\n' > '$build/tests/cuda/'\"\$target\"; chmod +x '$build/tests/cuda/'\"\$target\" ;; esac
     done
-    printf '#!/usr/bin/env bash\nfor a in \"\$@\"; do case \"\$a\" in --benchmark_out=*) echo \"{\\\\\"benchmarks\\\\\": [{\\\\\"name\\\\\": \\\\\"BM_CudaAttentionBf16Forward/path:2/causal:0/len:1024/dim:64/real_time\\\\\", \\\\\"run_type\\\\\": \\\\\"iteration\\\\\", \\\\\"real_time\\\\\": 1.5, \\\\\"FLOP/s\\\\\": 2.0e14}]}\" > \"\${a#--benchmark_out=}\" ;; esac; done\n' > '$build/benchmarks/bench_cuda_attention'
+    printf '#!/usr/bin/env bash\nfor a in \"\$@\"; do case \"\$a\" in --benchmark_out=*) echo \"{\\\\\"benchmarks\\\\\": [{\\\\\"name\\\\\": \\\\\"BM_CudaAttentionBf16Forward/path:2/causal:0/len:1024/dim:64/real_time\\\\\", \\\\\"run_type\\\\\": \\\\\"iteration\\\\\", \\\\\"real_time\\\\\": 1.5, \\\\\"FLOP/s\\\\\": 2.0e14}, {\\\\\"name\\\\\": \\\\\"BM_CudaAttentionF16Forward/path:2/causal:0/len:1024/dim:64/real_time\\\\\", \\\\\"run_type\\\\\": \\\\\"iteration\\\\\", \\\\\"real_time\\\\\": 2.0, \\\\\"FLOP/s\\\\\": 1.5e14}, {\\\\\"name\\\\\": \\\\\"BM_CudaAttentionForward/fused:1/causal:0/len:128/batch:32/tf32:1/real_time\\\\\", \\\\\"run_type\\\\\": \\\\\"iteration\\\\\", \\\\\"real_time\\\\\": 0.1, \\\\\"FLOP/s\\\\\": 9.0e12}]}\" > \"\${a#--benchmark_out=}\" ;; esac; done\n' > '$build/benchmarks/bench_cuda_attention'
     chmod +x '$build/benchmarks/bench_cuda_attention' ;;
   *) echo configured ;;
 esac"
@@ -50,6 +50,8 @@ if [ -n "$sdpa" ]; then
   echo "{\"torch\": \"stand-in\", \"device\": \"Stand-in GPU\", \"cases\": [
     {\"dtype\": \"bfloat16\", \"batch\": 16, \"heads\": 16, \"length\": 1024, \"head_dim\": 64, \"causal\": false, \"pass\": \"forward\", \"backend\": \"flash\", \"median_ms\": 1.0, \"tflops\": 250.0},
     {\"dtype\": \"bfloat16\", \"batch\": 16, \"heads\": 16, \"length\": 1024, \"head_dim\": 64, \"causal\": false, \"pass\": \"forward\", \"backend\": \"default\", \"median_ms\": 1.1, \"tflops\": 240.0},
+    {\"dtype\": \"float16\", \"batch\": 16, \"heads\": 16, \"length\": 1024, \"head_dim\": 64, \"causal\": false, \"pass\": \"forward\", \"backend\": \"flash\", \"median_ms\": 1.0, \"tflops\": 200.0},
+    {\"dtype\": \"float32\", \"batch\": 32, \"heads\": 4, \"length\": 128, \"head_dim\": 64, \"causal\": false, \"pass\": \"forward\", \"backend\": \"default\", \"median_ms\": 0.2, \"tflops\": 6.0},
     {\"dtype\": \"float32\", \"batch\": 32, \"heads\": 4, \"length\": 128, \"head_dim\": 64, \"causal\": true, \"pass\": \"forward\", \"backend\": \"default\", \"error\": \"no kernel\"}]}" > "$sdpa"
   exit 0
 fi
@@ -93,6 +95,8 @@ expect "three settings of the harness per workload" '^\| bf16-graphs-encoder-dec
 expect "the attention figures" 'BM_CudaAttentionBf16Forward/path:2/causal:0/len:1024/dim:64/real_time \| 1.500 \| 200.0 \|'
 expect "SDPA ran as a stage of its own" '^\| sdpa \| passed \|'
 expect "ember against SDPA's flash backend, with the bar" '^\| bfloat16 \| 1024 \| 64 \| no \| forward \| 200.0 \(mma.sync tile 0\) \| 250.0 \| 240.0 \| 0.80x \| met \(>= 0.5x flash\) \|'
+expect "float16 against SDPA's flash backend" '^\| float16 \| 1024 \| 64 \| no \| forward \| 150.0 \(mma.sync tile 0\) \| 200.0 \| - \| 0.75x \| met \(>= 0.5x flash\) \|'
+expect "float32 on TF32 named as such, against SDPA's float32 default" '^\| float32 \| 128 \| 64 \| no \| forward \| 9.0 \(fused, TF32\) \| - \| 6.0 \| 1.50x \| met \(>= 1x default\) \|'
 expect "a case SDPA refused, and one ember did not measure" '^\| float32 \| 128 \| 64 \| yes \| forward \| not measured \| - \| error: no kernel \| - \| not measured \|'
 expect "a stage past its cap is reported timed out, and the summary still written" '^\| cpu-harness \| timed out \|'
 expect "the CPU harness's rounds before the timeout" 'ember 10.0 ms, PyTorch 20.0 ms'
