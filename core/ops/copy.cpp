@@ -5,12 +5,14 @@
 #include <type_traits>
 
 #include "core/autograd/record.h"
+#include "core/cpu/half_rows.h"
 #include "core/cpu/loops.h"
 #include "core/dispatch.h"
 #include "core/float_to_int.h"
 #include "core/memory_overlap.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/inplace.h"
+#include "core/parallel.h"
 
 namespace ember {
 namespace kernels {
@@ -23,9 +25,33 @@ namespace {
 template <class T>
 constexpr bool is_float32_or_16_bit = std::is_same_v<compute_type<T>, float>;
 
+// A conversion between float32 and a 16-bit format of two contiguous tensors of one shape, as
+// autocast makes them: one pass of the rung's row conversions over each thread's share, where
+// the element loop would widen each block into scratch, copy it and round it.
+template <class Out, class In>
+bool converted_in_one_pass(const Tensor& dst, const Tensor& src) {
+  constexpr bool widening = std::is_same_v<Out, float> && !std::is_same_v<In, float> && is_float32_or_16_bit<In>;
+  constexpr bool rounding = std::is_same_v<In, float> && !std::is_same_v<Out, float> && is_float32_or_16_bit<Out>;
+  if constexpr (widening || rounding) {
+    if (!dst.is_contiguous() || !src.is_contiguous() || dst.sizes() != src.sizes()) return false;
+    const In* from = src.data_ptr<In>();
+    Out* to = dst.data_ptr<Out>();
+    parallel_for(dst.numel(), 1, [&](int64_t begin, int64_t end) {
+      if constexpr (widening) {
+        cpu::widen_row(from + begin, end - begin, to + begin);
+      } else {
+        cpu::round_row(from + begin, end - begin, to + begin);
+      }
+    });
+    return true;
+  }
+  return false;
+}
+
 void copy_cpu(const Tensor& dst, const Tensor& src) {
   visit_any_dtype(dst.dtype(), [&]<class Out>() {
     visit_any_dtype(src.dtype(), [&]<class In>() {
+      if (converted_in_one_pass<Out, In>(dst, src)) return;
       if constexpr (is_float32_or_16_bit<Out> && is_float32_or_16_bit<In> &&
                     (!std::is_same_v<Out, float> || std::is_same_v<In, Float16>)) {
         // Through float32 (exact from any of them, one rounding into Out): the element loop
