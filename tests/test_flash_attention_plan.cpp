@@ -42,7 +42,7 @@ TEST_CASE("every compiled tile shape, forward and backward, is whole fragments a
       CAPTURE(head_dim);
       CAPTURE(t);
       CHECK(flash_tile_is_valid(tile));
-      const FlashForwardPlan plan = flash_forward_plan(head_dim, tile);
+      const FlashForwardPlan plan = flash_forward_plan(head_dim, tile, 2);
       CHECK(plan.k == size_t(tile.queries) * head_dim * 2);
       CHECK(plan.v - plan.k == size_t(tile.stages) * tile.keys * head_dim * 2);
       CHECK(plan.bytes - plan.v == plan.v - plan.k);
@@ -58,7 +58,7 @@ TEST_CASE("every compiled tile shape, forward and backward, is whole fragments a
       CAPTURE(head_dim);
       CAPTURE(t);
       CHECK(flash_backward_tile_is_valid(tile));
-      const FlashBackwardPlan plan = flash_backward_plan(head_dim, tile);
+      const FlashBackwardPlan plan = flash_backward_plan(head_dim, tile, 2);
       CHECK(plan.v == size_t(tile.keys) * head_dim * 2);
       CHECK(plan.q == 2 * plan.v);
       CHECK(plan.grad_out - plan.q == size_t(tile.stages) * tile.queries * head_dim * 2);
@@ -70,7 +70,7 @@ TEST_CASE("every compiled tile shape, forward and backward, is whole fragments a
   // The deterministic mode's dQ pass: q and dO, then the forward's k and v stages.
   CHECK(flash_tile_is_valid(kFlashGradQTile));
   for (const int head_dim : {64, 128}) {
-    const FlashGradQPlan plan = flash_grad_q_plan(head_dim, kFlashGradQTile);
+    const FlashGradQPlan plan = flash_grad_q_plan(head_dim, kFlashGradQTile, 2);
     CHECK(plan.grad_out == size_t(kFlashGradQTile.queries) * head_dim * 2);
     CHECK(plan.k == 2 * plan.grad_out);
     CHECK(plan.v - plan.k == size_t(kFlashGradQTile.stages) * kFlashGradQTile.keys * head_dim * 2);
@@ -138,8 +138,8 @@ TEST_CASE("the rule: 16-bit, head dims multiples of 8 up to 128, operands cp.asy
   const AttentionLayout wide = contiguous_layout(100, 90, 128, 128);
   const FlashOperands with_grad_out{0x1000, 0x2000, 0x3000, 0x4000};
   const FlashTile one_stage{64, 64, 4, 1};
-  CHECK(flash_backward_plan(128, one_stage).bytes == 72 * 1024);
-  CHECK(flash_grad_q_plan(128, kFlashGradQTile).bytes == 96 * 1024);
+  CHECK(flash_backward_plan(128, one_stage, 2).bytes == 72 * 1024);
+  CHECK(flash_grad_q_plan(128, kFlashGradQTile, 2).bytes == 96 * 1024);
   CHECK(attention_uses_flash_backward(2, wide, with_grad_out, 90, 80 * 1024, one_stage, true, false));
   CHECK_FALSE(attention_uses_flash_backward(2, wide, with_grad_out, 90, 80 * 1024, one_stage, true, true));
   CHECK(attention_uses_flash_backward(2, wide, with_grad_out, 90, h100, one_stage, true, true));
@@ -153,13 +153,13 @@ TEST_CASE("the rule: 16-bit, head dims multiples of 8 up to 128, operands cp.asy
 
   AttentionLayout strided = layout;
   strided.col_stride[kAttentionK] = 2;
-  CHECK_FALSE(flash_operands_aligned(strided, aligned));
+  CHECK_FALSE(flash_operands_aligned(strided, aligned, 2));
   strided = layout;
   strided.row_stride[kAttentionV] = 68;
-  CHECK_FALSE(flash_operands_aligned(strided, aligned));
+  CHECK_FALSE(flash_operands_aligned(strided, aligned, 2));
   strided = layout;
   strided.batch_strides[kAttentionQ][0] = 100 * 64 + 4;
-  CHECK_FALSE(flash_operands_aligned(strided, aligned));
+  CHECK_FALSE(flash_operands_aligned(strided, aligned, 2));
   // Heads split off [B, L, H * E] as views: row stride H * E, head stride E.
   AttentionLayout heads = layout;
   heads.batch_dims = 2;
@@ -170,18 +170,18 @@ TEST_CASE("the rule: 16-bit, head dims multiples of 8 up to 128, operands cp.asy
     heads.batch_strides[operand][1] = 64;
     heads.row_stride[operand] = 2 * 64;
   }
-  CHECK(flash_operands_aligned(heads, aligned));
+  CHECK(flash_operands_aligned(heads, aligned, 2));
 }
 
 TEST_CASE("float32 on TF32: plans of 4-byte elements, the swizzle by 4-element chunks, the rule") {
   // Twice the bytes of the 16-bit plans, element for element.
   for (const int head_dim : {64, 128}) {
     for (const FlashTile& tile : kFlashTiles64) {
-      CHECK(flash_forward_plan(head_dim, tile, 4).bytes == 2 * flash_forward_plan(head_dim, tile).bytes);
-      CHECK(flash_grad_q_plan(head_dim, tile, 4).bytes == 2 * flash_grad_q_plan(head_dim, tile).bytes);
+      CHECK(flash_forward_plan(head_dim, tile, 4).bytes == 2 * flash_forward_plan(head_dim, tile, 2).bytes);
+      CHECK(flash_grad_q_plan(head_dim, tile, 4).bytes == 2 * flash_grad_q_plan(head_dim, tile, 2).bytes);
     }
     for (const FlashTile& tile : kFlashBackwardTiles64) {
-      CHECK(flash_backward_plan(head_dim, tile, 4).bytes == 2 * flash_backward_plan(head_dim, tile).bytes);
+      CHECK(flash_backward_plan(head_dim, tile, 4).bytes == 2 * flash_backward_plan(head_dim, tile, 2).bytes);
     }
   }
   // The TF32 list at head dim 64 holds the 16-bit list's shapes, 16 queries a warp first; the

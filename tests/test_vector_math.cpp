@@ -2,6 +2,7 @@
 // on every rung of instruction sets this CPU has (each rung's table called directly), against the
 // double-precision std:: functions; the GELUs' fused backward and the row kernels of softmax,
 // log_softmax, cross_entropy and logsumexp likewise; and the float32 ops built on them.
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -291,9 +292,9 @@ TEST_CASE("every rung converts 16-bit rows exactly and rounds to nearest even") 
         widened_wrong = i;
       }
     }
-    CHECK_MESSAGE(bf_wrong < 0, "bfloat16 rounding of bits " << std::bit_cast<uint32_t>(values[std::max<int64_t>(bf_wrong, 0)]));
-    CHECK_MESSAGE(half_wrong < 0, "float16 rounding of bits " << std::bit_cast<uint32_t>(values[std::max<int64_t>(half_wrong, 0)]));
-    CHECK_MESSAGE(widened_wrong < 0, "widening of the rounding of bits "
-                                         << std::bit_cast<uint32_t>(values[std::max<int64_t>(widened_wrong, 0)]));
+    const auto bits_at = [&](int64_t i) { return std::bit_cast<uint32_t>(values[std::max<int64_t>(i, 0)]); };
+    CHECK_MESSAGE(bf_wrong < 0, "bfloat16 rounding of bits " << bits_at(bf_wrong));
+    CHECK_MESSAGE(half_wrong < 0, "float16 rounding of bits " << bits_at(half_wrong));
+    CHECK_MESSAGE(widened_wrong < 0, "widening of the rounding of bits " << bits_at(widened_wrong));
   }
 }

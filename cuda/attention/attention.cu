@@ -29,7 +29,8 @@
 // bfloat16 and float16 (and float32 while allow_tf32()). Forward and backward each first try the
 // mma.sync kernels of cuda/attention/flash_attention_forward.cuh and flash_attention_backward.cuh
 // (attention_uses_flash_forward and _backward: E and Ev multiples of 8 up to 128, operands
-// cp.async can copy, EMBER_ATTENTION_FLASH not 0); float32 runs them on TF32 tensor cores. Otherwise: when attention_uses_tensor_cores (cuda/attention/attention_tensor_core_plan.h)
+// cp.async can copy, EMBER_ATTENTION_FLASH not 0); float32 runs them on TF32 tensor cores.
+// Otherwise: when attention_uses_tensor_cores (cuda/attention/attention_tensor_core_plan.h)
 // allows it (E, Ev <= 128 on a device of compute capability 8.0 or more, and
 // EMBER_ATTENTION_TENSOR_CORES is not 0), 16-bit operands take the tensor-core kernels of
 // cuda/attention/attention_tensor_cores.cu (16-bit tiles, WMMA products with float32 accumulation). Otherwise

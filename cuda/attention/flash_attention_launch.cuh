@@ -36,12 +36,13 @@ struct TileLaunch {
   void run() const {
     constexpr FlashTile tile{Queries, Keys, Warps, Stages};
     if constexpr (Pass == FlashPass::kForward) {
-      launch_tiles(flash_attention_forward<T, D, Queries, Keys, Warps, Stages>, tile, flash_forward_plan(D, tile).bytes,
-                   (layout.target_length + Queries - 1) / Queries, layout, args, "attention");
+      launch_tiles(flash_attention_forward<T, D, Queries, Keys, Warps, Stages>, tile,
+                   flash_forward_plan(D, tile, sizeof(T)).bytes, (layout.target_length + Queries - 1) / Queries,
+                   layout, args, "attention");
     } else {
       launch_tiles(flash_attention_backward<T, D, Queries, Keys, Warps, Stages>, tile,
-                   flash_backward_plan(D, tile).bytes, (layout.source_length + Keys - 1) / Keys, layout, args,
-                   "attention_backward");
+                   flash_backward_plan(D, tile, sizeof(T)).bytes, (layout.source_length + Keys - 1) / Keys, layout,
+                   args, "attention_backward");
     }
   }
 };
@@ -51,8 +52,8 @@ template <class T, int D>
 void launch_grad_q_pass(const AttentionLayout& layout, const AttentionPointers<T>& args) {
   constexpr FlashTile tile = kFlashGradQTile;
   launch_tiles(flash_attention_grad_q<T, D, tile.queries, tile.keys, tile.warps, tile.stages>, tile,
-               flash_grad_q_plan(D, tile).bytes, (layout.target_length + tile.queries - 1) / tile.queries, layout,
-               args, "attention_backward");
+               flash_grad_q_plan(D, tile, sizeof(T)).bytes,
+               (layout.target_length + tile.queries - 1) / tile.queries, layout, args, "attention_backward");
 }
 
 template <class T, int D>

@@ -65,7 +65,7 @@ inline constexpr FlashTile kFlashTf32Tiles64[] = {
 
 // The forward's list for a head dim and element size (bytes: 2, or 4 for TF32); host code (the
 // launchers and the rule), as the lists are.
-constexpr const FlashTile* flash_forward_tiles(int head_dim, int element_bytes = 2) {
+constexpr const FlashTile* flash_forward_tiles(int head_dim, int element_bytes) {
   if (head_dim == 64) return element_bytes == 4 ? kFlashTf32Tiles64 : kFlashTiles64;
   return kFlashTiles128;
 }
@@ -182,7 +182,7 @@ struct FlashForwardPlan {
 };
 
 EMBER_ATTENTION_HOST_DEVICE constexpr FlashForwardPlan flash_forward_plan(int head_dim, const FlashTile& tile,
-                                                                          int element_bytes = 2) {
+                                                                          int element_bytes) {
   const size_t row = size_t(head_dim) * element_bytes;
   FlashForwardPlan plan;
   plan.q = 0;
@@ -200,7 +200,7 @@ struct FlashBackwardPlan {
 };
 
 EMBER_ATTENTION_HOST_DEVICE constexpr FlashBackwardPlan flash_backward_plan(int head_dim, const FlashTile& tile,
-                                                                            int element_bytes = 2) {
+                                                                            int element_bytes) {
   const size_t row = size_t(head_dim) * element_bytes;
   FlashBackwardPlan plan;
   plan.k = 0;
@@ -225,7 +225,7 @@ struct FlashGradQPlan {
 };
 
 EMBER_ATTENTION_HOST_DEVICE constexpr FlashGradQPlan flash_grad_q_plan(int head_dim, const FlashTile& tile,
-                                                                      int element_bytes = 2) {
+                                                                      int element_bytes) {
   const size_t row = size_t(head_dim) * element_bytes;
   FlashGradQPlan plan;
   plan.q = 0;
@@ -246,7 +246,7 @@ struct FlashOperands {
 // batch stride and the start 16-byte aligned (8 elements of 16 bits, 4 of float32). Heads split
 // off a projection as views are (their strides are multiples of the head dim).
 inline bool flash_operands_aligned(const AttentionLayout& layout, const FlashOperands& operands,
-                                   int element_bytes = 2) {
+                                   int element_bytes) {
   const int chunk = 16 / element_bytes;
   const int operand_of[4] = {kAttentionQ, kAttentionK, kAttentionV, kAttentionGradOut};
   const uintptr_t address_of[4] = {operands.q, operands.k, operands.v, operands.grad_out};

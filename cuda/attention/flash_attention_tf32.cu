@@ -1,4 +1,5 @@
-// The mma.sync attention kernels and their launchers for float32 on TF32 tensor cores (taken when the user allows TF32).
+// The mma.sync attention kernels and their launchers for float32 on TF32 tensor cores (taken when
+// the user allows TF32).
 #include "cuda/attention/flash_attention_launch.cuh"
 
 namespace ember::cuda {

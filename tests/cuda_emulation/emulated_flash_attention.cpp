@@ -70,7 +70,8 @@ struct TileLaunch {
 template <cuda::FlashPass Pass, class T, int D>
 void run_head_dim(int tile_index, const cuda::AttentionLayout& layout, const AttentionCall& call, uint64_t seed,
                   unsigned int matrix_blocks) {
-  if (!cuda::visit_flash_tile<D, Pass, sizeof(T)>(tile_index, TileLaunch<T, D, Pass>{layout, call, seed, matrix_blocks})) {
+  const TileLaunch<T, D, Pass> launch_tile{layout, call, seed, matrix_blocks};
+  if (!cuda::visit_flash_tile<D, Pass, sizeof(T)>(tile_index, launch_tile)) {
     throw std::runtime_error(fmt::format("no flash attention tile {}", tile_index));
   }
 }
@@ -138,8 +139,9 @@ void run_flash_attention_backward(Element element, int head_dim, int tile_index,
 
 void run_flash_attention_grad_q(Element element, int head_dim, const cuda::AttentionLayout& layout,
                                 const AttentionCall& call, uint64_t interleaving_seed, unsigned int matrix_blocks) {
-  with_element_and_head_dim(element, head_dim,
-                            [&]<class T, int D>() { run_grad_q<T, D>(layout, call, interleaving_seed, matrix_blocks); });
+  with_element_and_head_dim(element, head_dim, [&]<class T, int D>() {
+    run_grad_q<T, D>(layout, call, interleaving_seed, matrix_blocks);
+  });
 }
 
 }  // namespace ember::cuda_emulation

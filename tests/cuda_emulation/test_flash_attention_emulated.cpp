@@ -429,7 +429,14 @@ Buffer run_case(const Case& c) {
 TEST_CASE("flash attention forward: head dims 64 and 128, tails, L != S") {
   run_case({.name = "bf16 d64 L=S=128", .batch = 1, .heads = 2, .L = 128, .S = 128, .E = 64, .Ev = 64});
   run_case(
-      {.name = "f16 d128 L 100 S 77", .batch = 2, .heads = 1, .L = 100, .S = 77, .E = 128, .Ev = 128, .element = Element::kFloat16});
+      {.name = "f16 d128 L 100 S 77",
+       .batch = 2,
+       .heads = 1,
+       .L = 100,
+       .S = 77,
+       .E = 128,
+       .Ev = 128,
+       .element = Element::kFloat16});
   run_case({.name = "bf16 E 40 Ev 24 (padded to 64) L 33 S 200", .L = 33, .S = 200, .E = 40, .Ev = 24});
   run_case({.name = "f16 E 96 Ev 128 L 1 S 1", .L = 1, .S = 1, .E = 96, .Ev = 128, .element = Element::kFloat16});
   run_case({.name = "bf16 d64 L 200 S 3", .L = 200, .S = 3, .E = 64, .Ev = 64});
@@ -521,7 +528,8 @@ std::vector<Case> backward_cases() {
       {.name = "f16 d128 L 100 S 77", .batch = 2, .L = 100, .S = 77, .E = 128, .Ev = 128, .element = Element::kFloat16,
        .backward = true},
       {.name = "bf16 E 40 Ev 24 L 33 S 200", .L = 33, .S = 200, .E = 40, .Ev = 24, .backward = true},
-      {.name = "causal f16 d64 L 150 S 150", .L = 150, .S = 150, .mask = MaskKind::kCausal, .element = Element::kFloat16,
+      {.name = "causal f16 d64 L 150 S 150", .L = 150, .S = 150, .mask = MaskKind::kCausal,
+       .element = Element::kFloat16,
        .backward = true},
       {.name = "causal bf16 L 130 S 20", .L = 130, .S = 20, .mask = MaskKind::kCausal, .backward = true},
       {.name = "bool mask bf16 L 90 S 70", .heads = 2, .L = 90, .S = 70, .mask = MaskKind::kBool, .backward = true},
