@@ -71,24 +71,12 @@ Tensor split_heads(const Tensor& x) {
   return x.view({x.size(0), x.size(1), kHeads, kHeadDim}).transpose(1, 2);
 }
 
-// TF32 allowed or not for a case's lifetime, then as it was.
-class Tf32Setting {
- public:
-  explicit Tf32Setting(bool allow) : before_(cuda::allow_tf32()) { cuda::set_allow_tf32(allow); }
-  ~Tf32Setting() { cuda::set_allow_tf32(before_); }
-  Tf32Setting(const Tf32Setting&) = delete;
-  Tf32Setting& operator=(const Tf32Setting&) = delete;
-
- private:
-  bool before_;
-};
-
 // Arguments: fused or composed, causal or not, length, batch, TF32 allowed or not.
 void BM_CudaAttentionForward(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const bool fused = state.range(0) != 0, causal = state.range(1) != 0;
   const int64_t length = state.range(2), batch = state.range(3);
-  const Tf32Setting tf32(state.range(4) != 0);
+  const cuda::AllowTf32Scope tf32(state.range(4) != 0);
   NoGradGuard no_grad;
   const TensorOptions on_gpu = TensorOptions(kFloat32).device(Device::cuda(0));
   const Tensor q = split_heads(randn({batch, length, kHeads * kHeadDim}, on_gpu));
@@ -106,7 +94,7 @@ void BM_CudaAttentionForwardBackward(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const bool fused = state.range(0) != 0, causal = state.range(1) != 0;
   const int64_t length = state.range(2), batch = state.range(3);
-  const Tf32Setting tf32(state.range(4) != 0);
+  const cuda::AllowTf32Scope tf32(state.range(4) != 0);
   const TensorOptions on_gpu = TensorOptions(kFloat32).device(Device::cuda(0));
   Tensor q = randn({batch, length, kHeads * kHeadDim}, on_gpu), k = randn_like(q), v = randn_like(q);
   for (Tensor* t : {&q, &k, &v}) t->requires_grad_(true);

@@ -18,6 +18,19 @@ inline bool is_available() { return device_count() > 0; }
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
+// Allows or forbids TF32 for the scope's lifetime, then restores the setting (for benchmarks and
+// tests that time or check both in one process).
+class AllowTf32Scope {
+ public:
+  explicit AllowTf32Scope(bool allow) : before_(allow_tf32()) { set_allow_tf32(allow); }
+  ~AllowTf32Scope() { set_allow_tf32(before_); }
+  AllowTf32Scope(const AllowTf32Scope&) = delete;
+  AllowTf32Scope& operator=(const AllowTf32Scope&) = delete;
+
+ private:
+  bool before_;
+};
+
 // Throws ember::Error naming the device unless cuda:`index` exists on this machine. The CUDA
 // allocator calls it before touching the GPU, so asking for a CUDA tensor without a GPU fails
 // clearly.

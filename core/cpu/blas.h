@@ -100,6 +100,17 @@ inline Tensor widened_to_float32(const Tensor& x) {
   return make_view(buffer, x.sizes(), x.strides(), 0);
 }
 
+// Widens the contiguous 16-bit `from` exactly into the contiguous float32 `to` of the same size.
+inline void widen_contiguous(const Tensor& from, const Tensor& to) {
+  float* values = to.data_ptr<float>();
+  visit_any_floating(from.dtype(), "widen_contiguous", [&]<class T>() {
+    const T* narrow = from.data_ptr<T>();
+    parallel_for(to.numel(), 1, [&](int64_t begin, int64_t end) {
+      widen_row(narrow + begin, end - begin, values + begin);
+    });
+  });
+}
+
 // Rounds the contiguous float32 `from` once into the contiguous 16-bit `to` of the same size.
 inline void round_contiguous(const Tensor& from, const Tensor& to) {
   const float* values = from.data_ptr<float>();

@@ -5,14 +5,13 @@
 #include <type_traits>
 
 #include "core/autograd/record.h"
-#include "core/cpu/half_rows.h"
+#include "core/cpu/blas.h"
 #include "core/cpu/loops.h"
 #include "core/dispatch.h"
 #include "core/float_to_int.h"
 #include "core/memory_overlap.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/inplace.h"
-#include "core/parallel.h"
 
 namespace ember {
 namespace kernels {
@@ -34,15 +33,11 @@ bool converted_in_one_pass(const Tensor& dst, const Tensor& src) {
   constexpr bool rounding = std::is_same_v<In, float> && !std::is_same_v<Out, float> && is_float32_or_16_bit<Out>;
   if constexpr (widening || rounding) {
     if (!dst.is_contiguous() || !src.is_contiguous() || dst.sizes() != src.sizes()) return false;
-    const In* from = src.data_ptr<In>();
-    Out* to = dst.data_ptr<Out>();
-    parallel_for(dst.numel(), 1, [&](int64_t begin, int64_t end) {
-      if constexpr (widening) {
-        cpu::widen_row(from + begin, end - begin, to + begin);
-      } else {
-        cpu::round_row(from + begin, end - begin, to + begin);
-      }
-    });
+    if constexpr (widening) {
+      cpu::widen_contiguous(src, dst);
+    } else {
+      cpu::round_contiguous(src, dst);
+    }
     return true;
   }
   return false;

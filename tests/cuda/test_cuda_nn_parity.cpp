@@ -892,12 +892,7 @@ TEST_CASE("fused CUDA attention in float32 on TF32 tensor cores (allow_tf32) mat
   const uint64_t seed = seed_fresh();
   INFO("seed " << seed);
   constexpr double kTf32Tolerance = 5e-3;
-  // TF32 allowed for the test's lifetime, then as it was (also if a check throws).
-  struct AllowTf32 {
-    bool before = ember::cuda::allow_tf32();
-    AllowTf32() { ember::cuda::set_allow_tf32(true); }
-    ~AllowTf32() { ember::cuda::set_allow_tf32(before); }
-  } const allow_tf32;
+  const ember::cuda::AllowTf32Scope allow_tf32(true);  // restored after, also if a check throws
   const auto attention = [](AttentionOptions options, uint64_t dropout_seed = 0) {
     return fused_attention(options, dropout_seed);
   };
