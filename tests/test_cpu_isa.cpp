@@ -20,7 +20,8 @@ namespace {
 using cpu::CpuIsa;
 
 TEST_CASE("EMBER_CPU_ISA unset or empty: the CPU's highest rung") {
-  for (const CpuIsa detected : {CpuIsa::kPortable, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
+  for (const CpuIsa detected :
+       {CpuIsa::kPortable, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16, CpuIsa::kAmxBf16}) {
     CHECK(cpu::choose_cpu_isa(std::nullopt, detected) == detected);
     CHECK(cpu::choose_cpu_isa(std::string_view(), detected) == detected);
   }
@@ -32,6 +33,8 @@ TEST_CASE("EMBER_CPU_ISA lowers the choice to any rung the CPU has") {
   CHECK(cpu::choose_cpu_isa("avx512", CpuIsa::kAvx512Bf16) == CpuIsa::kAvx512);
   CHECK(cpu::choose_cpu_isa("avx512_bf16", CpuIsa::kAvx512Bf16) == CpuIsa::kAvx512Bf16);
   CHECK(cpu::choose_cpu_isa("avx2", CpuIsa::kAvx2) == CpuIsa::kAvx2);
+  CHECK(cpu::choose_cpu_isa("avx512_bf16", CpuIsa::kAmxBf16) == CpuIsa::kAvx512Bf16);
+  CHECK(cpu::choose_cpu_isa("amx_bf16", CpuIsa::kAmxBf16) == CpuIsa::kAmxBf16);
 }
 
 TEST_CASE("EMBER_CPU_ISA cannot raise the choice past what the CPU has") {
@@ -39,6 +42,8 @@ TEST_CASE("EMBER_CPU_ISA cannot raise the choice past what the CPU has") {
                         "the highest it has is avx2", "valid here: portable, avx2");
   CHECK_THROWS_WITH_ALL(cpu::choose_cpu_isa("avx512_bf16", CpuIsa::kAvx512), "EMBER_CPU_ISA=avx512_bf16",
                         "the highest it has is avx512");
+  CHECK_THROWS_WITH_ALL(cpu::choose_cpu_isa("amx_bf16", CpuIsa::kAvx512Bf16), "EMBER_CPU_ISA=amx_bf16",
+                        "this CPU has no amx_bf16", "valid here: portable, avx2, avx512, avx512_bf16");
   CHECK_THROWS_WITH_ALL(cpu::choose_cpu_isa("avx2", CpuIsa::kPortable), "EMBER_CPU_ISA=avx2",
                         "the highest it has is portable", "valid here: portable");
 }
@@ -47,7 +52,7 @@ TEST_CASE("EMBER_CPU_ISA refuses an unknown value and lists the valid ones") {
   for (const std::string_view unknown : {"sse4", "AVX2", "avx-512", "native", " avx2"}) {
     CAPTURE(unknown);
     CHECK_THROWS_WITH_ALL(cpu::choose_cpu_isa(unknown, CpuIsa::kAvx2), "unknown instruction set",
-                          "portable, avx2, avx512, avx512_bf16", "this CPU has up to avx2");
+                          "portable, avx2, avx512, avx512_bf16, amx_bf16", "this CPU has up to avx2");
   }
 }
 
@@ -56,7 +61,8 @@ TEST_CASE("the rung in use is the CPU's, or lower, and names itself") {
   CHECK(cpu::kernels().isa == cpu::cpu_isa());
   const std::string described = cpu::describe_cpu_isa();
   CHECK(described.starts_with(cpu::cpu_isa_name(cpu::cpu_isa())));
-  for (const CpuIsa rung : {CpuIsa::kPortable, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
+  for (const CpuIsa rung :
+       {CpuIsa::kPortable, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16, CpuIsa::kAmxBf16}) {
     CHECK(cpu::kernel_table(rung).isa == rung);
   }
 }

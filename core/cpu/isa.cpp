@@ -11,11 +11,15 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace ember::cpu {
 namespace {
 
-constexpr std::array<std::string_view, 4> kNames = {"portable", "avx2", "avx512", "avx512_bf16"};
+constexpr std::array<std::string_view, 5> kNames = {"portable", "avx2", "avx512", "avx512_bf16", "amx_bf16"};
 
 // The rungs from portable up to `highest`, comma-separated: the valid values on some CPU.
 std::string names_up_to(CpuIsa highest) {
@@ -49,6 +53,18 @@ uint64_t enabled_register_state() {
   __asm__ volatile("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
   return static_cast<uint64_t>(high) << 32 | low;
 }
+
+// Linux saves the tile registers' 8 KB only for processes that ask (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); without the permission the first tile
+// instruction kills the process with SIGILL. The permission covers every thread of the process.
+bool tile_registers_permitted() {
+#if defined(__linux__)
+  constexpr long kRequestPermission = 0x1023, kTileData = 18;
+  return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+#else
+  return false;
+#endif
+}
 #endif
 
 }  // namespace
@@ -69,7 +85,13 @@ CpuIsa detected_cpu_isa() {
   const bool avx512 = (state & kAvx512State) == kAvx512State && bit(extended.ebx, 16) /* F */ &&
                       bit(extended.ebx, 30) /* BW */ && bit(extended.ebx, 31) /* VL */;
   if (!avx512) return CpuIsa::kAvx2;
-  return bit(extended1.eax, 5) ? CpuIsa::kAvx512Bf16 : CpuIsa::kAvx512;
+  if (!bit(extended1.eax, 5)) return CpuIsa::kAvx512;
+  constexpr uint64_t kTileState = 0x60000;  // the tile configuration and the tiles' data
+  const bool amx = (state & kTileState) == kTileState && bit(extended.edx, 24) /* AMX-TILE */ &&
+                   bit(extended.edx, 22) /* AMX-BF16 */;
+  // Asked once: the answer does not change within a process.
+  static const bool permitted = amx && tile_registers_permitted();
+  return permitted ? CpuIsa::kAmxBf16 : CpuIsa::kAvx512Bf16;
 #else
   return CpuIsa::kPortable;  // only the portable kernels are compiled off x86-64
 #endif
@@ -87,7 +109,7 @@ CpuIsa choose_cpu_isa(std::optional<std::string_view> requested, CpuIsa detected
     return isa;
   }
   fail("EMBER_CPU_ISA={}: unknown instruction set; valid values are {} (this CPU has up to {})", *requested,
-       names_up_to(CpuIsa::kAvx512Bf16), cpu_isa_name(detected));
+       names_up_to(CpuIsa::kAmxBf16), cpu_isa_name(detected));
 }
 
 CpuIsa cpu_isa() {

@@ -11,6 +11,8 @@
 //   avx2          AVX2, FMA and F16C: 256-bit vectors, fused multiply-add, float16 conversions
 //   avx512        AVX-512 F, BW and VL: 512-bit vectors and masked 16-bit loads and stores
 //   avx512_bf16   AVX512-BF16: vdpbf16ps, two bfloat16 products per float32 lane
+//   amx_bf16      AMX-TILE and AMX-BF16: tile registers and tdpbf16ps, a 16 x 16 x 32 bfloat16
+//                 product per instruction (Intel Xeon from Sapphire Rapids on)
 //
 // The environment variable EMBER_CPU_ISA can lower the choice, to time or test a lower rung on
 // a CPU that has a higher one (the test suite runs once per rung this way); it can never raise it
@@ -23,13 +25,14 @@
 
 namespace ember::cpu {
 
-enum class CpuIsa : int { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
+enum class CpuIsa : int { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3, kAmxBf16 = 4 };
 
-// "portable", "avx2", "avx512" or "avx512_bf16": the names EMBER_CPU_ISA takes.
+// "portable", "avx2", "avx512", "avx512_bf16" or "amx_bf16": the names EMBER_CPU_ISA takes.
 std::string_view cpu_isa_name(CpuIsa isa);
 
 // The highest rung this CPU and its operating system support (cpuid, and xgetbv for the
-// registers' state being saved across context switches), within what this build compiled.
+// registers' state being saved across context switches; for AMX, Linux's permission for this
+// process to use the tile registers, asked for here), within what this build compiled.
 CpuIsa detected_cpu_isa();
 
 // The rung the kernels use: `requested` (EMBER_CPU_ISA's value, or nullopt when it is unset or

@@ -17,6 +17,7 @@ EMBER_DECLARE_RUNG(isa_portable)
 EMBER_DECLARE_RUNG(isa_avx2)
 EMBER_DECLARE_RUNG(isa_avx512)
 EMBER_DECLARE_RUNG(isa_avx512_bf16)
+EMBER_DECLARE_RUNG(isa_amx_bf16)
 #endif
 #undef EMBER_DECLARE_RUNG
 
@@ -25,6 +26,8 @@ namespace ember::cpu {
 const KernelTable& kernel_table(CpuIsa isa) {
   switch (isa) {
 #if defined(__x86_64__)
+    case CpuIsa::kAmxBf16:
+      return isa_amx_bf16::table();
     case CpuIsa::kAvx512Bf16:
       return isa_avx512_bf16::table();
     case CpuIsa::kAvx512:

@@ -82,15 +82,19 @@ struct KernelTable {
   // Whether the gemms below run on vector kernels. Where they do not (the portable rung) they
   // are the scalar reference, correct but slow, and matmul widens the operands for sgemm instead.
   bool vector_gemms;
-  // bfloat16 products: on AVX512-BF16 in pairs by vdpbf16ps, which reads subnormal inputs and
-  // sums as zero (bf16_flushes_subnormals); below it widened to float32 as they are packed, and
-  // multiplied on float32 FMAs, exactly.
+  // bfloat16 products: on AMX by tdpbf16ps and on AVX512-BF16 in pairs by vdpbf16ps, both of which
+  // read subnormal inputs and sums as zero (bf16_flushes_subnormals); below them widened to
+  // float32 as they are packed, and multiplied on float32 FMAs, exactly.
   GemmKernels<BFloat16> bf16_gemm;
   bool bf16_flushes_subnormals;
   // float16 products: widened to float32 as they are packed, on float32 FMAs.
   GemmKernels<Float16> float16_gemm;
   // The same products by the scalar C++ the vector kernels of this rung are held to, bit for bit.
   GemmKernels<BFloat16> bf16_gemm_reference;
+  // Whether bf16_gemm gives bf16_gemm_reference's bits. Not on AMX, whose order and precision of
+  // additions are the hardware's (core/cpu/kernels/tile_kernels.h): there both are held to
+  // float32's summation bound instead.
+  bool bf16_reference_bitwise;
   GemmKernels<Float16> float16_gemm_reference;
   // out[i] = f(x[i]) for i < n, in float32 (out may be x).
   void (*map_f32)(VectorFunction f, const float* x, int64_t n, float* out);

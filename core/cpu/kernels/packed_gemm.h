@@ -75,6 +75,19 @@ int64_t column_block(int64_t words) {
   return smaller(larger(whole_panels, Kernel::kColumns), 128 * Kernel::kColumns);
 }
 
+// The words a strip's row or a panel's column holds for `depth`: whole words of the format, and
+// for a format whose kernel reads the depth in blocks of kWordBlock words (AMX's tiles), whole
+// blocks.
+template <class Format>
+constexpr int64_t packed_words(int64_t depth) {
+  const int64_t words = (depth + Format::kDepthPerWord - 1) / Format::kDepthPerWord;
+  if constexpr (requires { Format::kWordBlock; }) {
+    return (words + Format::kWordBlock - 1) / Format::kWordBlock * Format::kWordBlock;
+  } else {
+    return words;
+  }
+}
+
 // The portable kernels' store: c[r][j] = alpha tile[r][j] + beta c[r][j] for the r < rows and
 // j < cols inside the matrix (beta = 0: c not read), rounded once into a 16-bit c, as the vector
 // kernels' stores do; with kFlushToBf16, a subnormal rounded to bfloat16 is zero first
@@ -105,10 +118,13 @@ void blocked_gemm(int64_t m, int64_t n, int64_t k, float alpha, const MatrixOper
                   const MatrixOperand<typename Format::In>& b, float beta, Out* c, int64_t ldc) {
   using Word = typename Format::Word;
   constexpr int64_t kRows = Kernel::kRows, kColumns = Kernel::kColumns;
-  const int64_t words = (k + Format::kDepthPerWord - 1) / Format::kDepthPerWord;
+  const int64_t words = packed_words<Format>(k);
   const int64_t max_rows = row_block<Kernel>(words), max_cols = column_block<Kernel>(words);
   auto* const strips = static_cast<Word*>(thread_scratch(kStrips, max_rows * words * 4));
   auto* const panels = static_cast<Word*>(thread_scratch(kPanels, max_cols * words * 4));
+  // A kernel on registers the thread must set up first (AMX's tiles) sets them up here, once per
+  // product on each thread, and lets them go at the end.
+  if constexpr (requires { Kernel::configure(); }) Kernel::configure();
   for (int64_t col0 = 0; col0 < n; col0 += max_cols) {
     const int64_t cols = smaller(max_cols, n - col0), panel_count = (cols + kColumns - 1) / kColumns;
     for (int64_t p = 0; p < panel_count; ++p) {
@@ -128,6 +144,7 @@ void blocked_gemm(int64_t m, int64_t n, int64_t k, float alpha, const MatrixOper
       }
     }
   }
+  if constexpr (requires { Kernel::release(); }) Kernel::release();
 }
 
 // Any depth, on the calling thread. Up to kWholeDepth, in one pass (a 16-bit c rounded once as

@@ -6,6 +6,7 @@
 //   isa_avx2          -mavx2 -mfma -mf16c
 //   isa_avx512        the above and -mavx512f -mavx512bw -mavx512vl
 //   isa_avx512_bf16   the above and -mavx512bf16
+//   isa_amx_bf16      the above and -mamx-tile -mamx-bf16
 //
 // and the preprocessor's __AVX2__, __AVX512F__, ... say here which kernels the rung has.
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include "core/cpu/kernels/philox_lanes.h"
 #include "core/cpu/kernels/rung_namespace.h"
 #include "core/cpu/kernels/softmax_rows.h"
+#include "core/cpu/kernels/tile_kernels.h"
 #include "core/cpu/kernels/vector_functions.h"
 #include "core/cpu/kernels/widened_format.h"
 
@@ -51,15 +53,21 @@ constexpr GemmKernels<typename Format::In> gemm_kernels() {
   return {&gemm<Format, Kernel, float>, &gemm<Format, Kernel, In>};
 }
 
-// bfloat16: in pairs on vdpbf16ps where the rung has it, else widened like float16.
-#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+// bfloat16: on AMX's tiles where the rung has them, in pairs on vdpbf16ps where it has that, else
+// widened like float16. The tiles' sums are the hardware's own (core/cpu/kernels/tile_kernels.h):
+// their reference is the pairs', held to the same bound rather than to the same bits.
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__) && defined(__AVX512F__)
+constexpr GemmKernels<BFloat16> kBf16Gemm = gemm_kernels<TileFormat, AmxTileKernel>();
+constexpr GemmKernels<BFloat16> kBf16Reference = gemm_kernels<PairFormat, PortablePairKernel>();
+constexpr bool kBf16FlushesSubnormals = true, kBf16BitwiseReference = false;
+#elif defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 constexpr GemmKernels<BFloat16> kBf16Gemm = gemm_kernels<PairFormat, Avx512Bf16PairKernel>();
 constexpr GemmKernels<BFloat16> kBf16Reference = gemm_kernels<PairFormat, PortablePairKernel>();
-constexpr bool kBf16FlushesSubnormals = true;
+constexpr bool kBf16FlushesSubnormals = true, kBf16BitwiseReference = true;
 #else
 constexpr GemmKernels<BFloat16> kBf16Gemm = gemm_kernels<WidenedFormat<BFloat16>, FmaKernel>();
 constexpr GemmKernels<BFloat16> kBf16Reference = gemm_kernels<WidenedFormat<BFloat16>, ReferenceFmaKernel>();
-constexpr bool kBf16FlushesSubnormals = false;
+constexpr bool kBf16FlushesSubnormals = false, kBf16BitwiseReference = true;
 #endif
 
 template <class T>
@@ -81,6 +89,7 @@ const KernelTable& table() {
       .bf16_flushes_subnormals = kBf16FlushesSubnormals,
       .float16_gemm = gemm_kernels<WidenedFormat<Float16>, FmaKernel>(),
       .bf16_gemm_reference = kBf16Reference,
+      .bf16_reference_bitwise = kBf16BitwiseReference,
       .float16_gemm_reference = gemm_kernels<WidenedFormat<Float16>, ReferenceFmaKernel>(),
       .map_f32 = &map_vector_function,
       .activation_backward_f32 = &vector_function_backward,
