@@ -50,12 +50,16 @@ void check_arguments(const Tensor& x, const Tensor& weight, const Tensor& target
   EMBER_CHECK(chunk_rows >= 0, "linear_cross_entropy: chunk_rows must be >= 0 (0 = the default), got {}", chunk_rows);
 }
 
-// One chunk's logits as cross_entropy(linear(...)) would see them: under autocast the product
-// runs in 16 bits and the loss in float32.
-Tensor chunk_logits(const Tensor& x_rows, const Tensor& weight) {
-  Tensor logits = linear(x_rows, weight);
-  if (auto cast = autocast::float32_operands(logits)) logits = (*cast)[0];
-  return contiguous(logits);
+// One chunk's logits, in the product's dtype: under autocast 16 bits. cross_entropy(linear(...))
+// would hand its loss float32 copies of them; the loss kernels widen each 16-bit row to float32
+// themselves (exactly), so they compute the same statistics without the copy, and write the
+// gradient in float32 rounded once to 16 bits, the bits autocast's cast for linear's backward
+// products would give. For GPT-2's 50,257 classes those two copies cost more than the products.
+Tensor chunk_logits(const Tensor& x_rows, const Tensor& weight) { return contiguous(linear(x_rows, weight)); }
+
+// Whether cross_entropy would take these logits in float32: 16-bit ones under autocast.
+bool loss_in_float32(const Tensor& logits) {
+  return is_16_bit_floating_point(logits.dtype()) && autocast::is_enabled(logits.device().type);
 }
 
 }  // namespace
@@ -85,7 +89,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
       const Tensor x_chunk = rows_x.narrow(0, begin, length);
       const Tensor target_chunk = rows_targets.narrow(0, begin, length);
       const Tensor logits = chunk_logits(x_chunk, weight);
-      loss_dtype = logits.dtype();
+      loss_dtype = loss_in_float32(logits) ? kFloat32 : logits.dtype();
       const DType statistics_dtype = is_16_bit_floating_point(loss_dtype) ? kFloat32 : loss_dtype;
       if (!counted.defined()) {
         counted = counted_targets(rows_targets, options.ignore_index, statistics_dtype);
