@@ -122,6 +122,17 @@ TEST_CASE("linear_cross_entropy under bf16 autocast matches the composition unde
   // Each chunk's products round to bf16 as the whole product's do; the gradients agree to bf16.
   check_close(actual.grad_x, expected.grad_x, 2e-3, 1e-2);
   check_close(actual.grad_weight, expected.grad_weight, 2e-3, 1e-2);
+
+  // In one chunk, the same sums in the same order: the same bits, though the chunk's logits stay
+  // in bf16 (the loss kernels widen them) where the composition casts them to float32.
+  LossAndGradients whole;
+  {
+    AutocastGuard autocast(DeviceType::CPU, kBFloat16);
+    whole = run(x, weight, [&](const Tensor& a, const Tensor& w) { return linear_cross_entropy(a, w, targets, {}, 8); });
+  }
+  CHECK(whole.loss.item<float>() == expected.loss.item<float>());
+  check_close(whole.grad_x, expected.grad_x, 0, 0);
+  check_close(whole.grad_weight, expected.grad_weight, 0, 0);
 }
 
 TEST_CASE("linear_cross_entropy errors name the op and the shapes") {
