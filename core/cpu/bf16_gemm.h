@@ -6,6 +6,10 @@
 // operands, rounded into the result in another pass.
 //
 // How, by rung:
+// - amx_bf16: tdpbf16ps on AMX's tile registers, a 16 x 16 x 32 product per instruction
+//   (core/cpu/kernels/tile_kernels.h): about seven times vdpbf16ps's rate on a 2-core Xeon.
+//   Subnormals read as zero as below; the sums are the hardware's, at least float32's precision,
+//   in an order no scalar reference reproduces bit for bit.
 // - avx512_bf16: vdpbf16ps multiplies two pairs of bfloat16 values per float32 lane in one
 //   instruction, twice the multiply-adds of a float32 FMA, from operands half the size. Every
 //   product of two bfloat16 values is exact in float32 (8-bit significands) and the sums are
@@ -33,9 +37,10 @@ using Bf16Operand = MatrixOperand<BFloat16>;
 // portable); without one matmul goes through float32 sgemm.
 bool bf16_gemm_in_hardware();
 
-// Whether bfloat16 products run in pairs on vdpbf16ps (the avx512_bf16 rung): twice float32's
-// multiply-adds per instruction, and subnormals read as zero. Where they do, a bfloat16 step does
-// its products at twice float32's rate; elsewhere at float32's.
+// Whether bfloat16 products run on bfloat16 hardware: in pairs on vdpbf16ps (the avx512_bf16
+// rung), twice float32's multiply-adds per instruction, or on AMX's tiles (amx_bf16), far more;
+// either reads subnormals as zero. Where they do, a bfloat16 step does its products faster than
+// float32's; elsewhere at float32's rate.
 bool bf16_products_in_pairs();
 
 // c = alpha op(a) op(b) + beta c: op(a) [m, k] and op(b) [k, n] in bfloat16, c [m, n] row-major with

@@ -2,7 +2,7 @@
 // rung, and the table of the rung in use.
 //
 // core/cpu/kernels/rung.cpp fills a table from the kernels its rung compiles; it is compiled
-// once per rung with that rung's flags, so the library holds four tables, and kernels() returns
+// once per rung with that rung's flags, so the library holds five tables, and kernels() returns
 // the one cpu_isa() chose. Callers take the table before a parallel region (the first call may
 // throw, for a refused EMBER_CPU_ISA, and an exception cannot leave an OpenMP region).
 #pragma once
