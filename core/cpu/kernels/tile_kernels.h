@@ -35,6 +35,46 @@
 
 namespace ember::cpu::EMBER_CPU_KERNELS {
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// The 16 x 16 words of v transposed in place: afterwards v[j] holds word j of each of the 16
+// vectors that came in. Three rounds of shuffles (words within 128-bit lanes, then pairs of
+// words, then the lanes themselves), 64 instructions for 256 words.
+inline void transpose_words(__m512i (&v)[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  // Per 128-bit lane L: v[4g + c] gets word 4L + c of vectors 4g ... 4g + 3.
+  for (int i = 0; i < 16; i += 4) {
+    v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // Gather lane L of v[c], v[4 + c], v[8 + c], v[12 + c] into word group 4L + c's vector.
+  __m512i out[16];
+  for (int c = 0; c < 4; ++c) {
+    const __m512i even_lanes_low = _mm512_shuffle_i32x4(v[c], v[4 + c], 0x88);
+    const __m512i odd_lanes_low = _mm512_shuffle_i32x4(v[c], v[4 + c], 0xdd);
+    const __m512i even_lanes_high = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0x88);
+    const __m512i odd_lanes_high = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0xdd);
+    out[c] = _mm512_shuffle_i32x4(even_lanes_low, even_lanes_high, 0x88);
+    out[8 + c] = _mm512_shuffle_i32x4(even_lanes_low, even_lanes_high, 0xdd);
+    out[4 + c] = _mm512_shuffle_i32x4(odd_lanes_low, odd_lanes_high, 0x88);
+    out[12 + c] = _mm512_shuffle_i32x4(odd_lanes_low, odd_lanes_high, 0xdd);
+  }
+  for (int i = 0; i < 16; ++i) v[i] = out[i];
+}
+
+// 16 pairs of two 16-value lines of bfloat16: word r is (even[r], odd[r]).
+inline __m512i pair_words(const BFloat16* even, const BFloat16* odd) {
+  const __m512i low = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(even)));
+  const __m512i high = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(odd)));
+  return _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
+}
+#endif
+
 struct TileFormat {
   using In = BFloat16;
   using Word = uint32_t;
@@ -63,8 +103,30 @@ struct TileFormat {
         }
       } else {
         // A column of op(a) is contiguous: pair q joins rows 2q and 2q + 1 of the stored matrix,
-        // read along them and written down the strip.
-        for (int64_t q = 0; 2 * q < depth; ++q) {
+        // read along them and written down the strip; whole blocks of 16 rows x 16 pairs as 16
+        // vectors of pairs, transposed, the rest one word at a time.
+        int64_t q_done = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+        const int64_t whole_pairs = depth / 2 / 16 * 16, whole_rows = valid / 16 * 16;
+        for (int64_t q0 = 0; q0 < whole_pairs; q0 += 16) {
+          for (int64_t r0 = 0; r0 < whole_rows; r0 += 16) {
+            __m512i words[16];
+            for (int i = 0; i < 16; ++i) {
+              const BFloat16* even = a.data + 2 * (q0 + i) * a.ld + first + r0;
+              words[i] = pair_words(even, even + a.ld);
+            }
+            transpose_words(words);
+            for (int r = 0; r < 16; ++r) _mm512_storeu_si512(strip + (r0 + r) * pairs + q0, words[r]);
+          }
+          for (int64_t q = q0; q < q0 + 16; ++q) {
+            const BFloat16* even = a.data + 2 * q * a.ld + first;
+            const BFloat16* odd = even + a.ld;
+            for (int64_t r = whole_rows; r < valid; ++r) strip[r * pairs + q] = pair_word(even[r].bits, odd[r].bits);
+          }
+        }
+        q_done = whole_pairs;
+#endif
+        for (int64_t q = q_done; 2 * q < depth; ++q) {
           const BFloat16* even = a.data + 2 * q * a.ld + first;
           const BFloat16* odd = 2 * q + 1 < depth ? even + a.ld : nullptr;
           for (int64_t r = 0; r < valid; ++r) strip[r * pairs + q] = pair_word(even[r].bits, odd ? odd[r].bits : 0);
@@ -81,7 +143,35 @@ struct TileFormat {
   static void pack_panel(const MatrixOperand<BFloat16>& b, int64_t depth, int64_t col0, int64_t cols,
                          uint32_t* panel) {
     const int64_t pairs = (depth + 1) / 2;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    if (b.transposed && cols == kColumns && kColumns % 16 == 0) {
+      // A column of op(b) is contiguous along k, its pairs already words: 16 columns' words of a
+      // block of 16 pairs, loaded as 16 vectors and transposed into the panel's rows; the last,
+      // partial block one word at a time.
+      const int64_t whole_pairs = depth / 2 / 16 * 16;
+      for (int64_t q0 = 0; q0 < whole_pairs; q0 += 16) {
+        for (int64_t j0 = 0; j0 < kColumns; j0 += 16) {
+          __m512i words[16];
+          for (int j = 0; j < 16; ++j) {
+            words[j] = _mm512_loadu_si512(b.data + (col0 + j0 + j) * b.ld + 2 * q0);
+          }
+          transpose_words(words);
+          for (int i = 0; i < 16; ++i) _mm512_storeu_si512(panel + (q0 + i) * kColumns + j0, words[i]);
+        }
+      }
+      for (int64_t j = 0; j < kColumns; ++j) {
+        const BFloat16* column = b.data + (col0 + j) * b.ld;
+        for (int64_t q = whole_pairs; 2 * q + 1 < depth; ++q) {
+          panel[q * kColumns + j] = pair_word(column[2 * q].bits, column[2 * q + 1].bits);
+        }
+        if (depth % 2 == 1) panel[(pairs - 1) * kColumns + j] = pair_word(column[depth - 1].bits, 0);
+      }
+    } else {
+      PairFormat::pack_panel<kColumns>(b, depth, col0, cols, panel);
+    }
+#else
     PairFormat::pack_panel<kColumns>(b, depth, col0, cols, panel);
+#endif
     fill(panel + pairs * kColumns, (packed::packed_words<TileFormat>(depth) - pairs) * kColumns, 0u);
   }
 };
