@@ -3,9 +3,9 @@
 //
 // AMX adds eight tile registers of up to 16 rows of 64 bytes, and tdpbf16ps: c [16 x 16 float32]
 // += a [16 x 32 bfloat16] b [32 x 16 bfloat16], b held as 16 rows of 16 pairs along k (the pairs
-// of vdpbf16ps). One instruction is 8,192 multiply-adds, 16 times one vdpbf16ps on a 512-bit
-// vector; on one core of a 2-core Xeon with AMX it ran at 3.4 TFLOP/s on operands in L2, where
-// vdpbf16ps reaches about 0.2.
+// of vdpbf16ps). One instruction is 8,192 multiply-adds, where a vdpbf16ps on a 512-bit vector
+// is 32; on one core of a 2-core Xeon with AMX, a loop of them ran at 3.4 TFLOP/s on operands in
+// L2, where ember's vdpbf16ps kernel reaches about 0.1 a core.
 //
 // Packed layout:
 // - a strip of a is kRows rows one after another, each row its pairs along k in order, so a tile
@@ -17,9 +17,9 @@
 //
 // The arithmetic: every product of two bfloat16 values is exact in float32, subnormal inputs and
 // results count as zero (as for vdpbf16ps), and tdpbf16ps adds the products in an order and at
-// an internal precision the instruction set leaves to the hardware. Measured on that Xeon: a
-// single pair is summed exactly and rounded once before it is added to c; over more pairs no
-// scalar model of float32 additions reproduces its bits. So no scalar reference holds it bit for
+// an internal precision the instruction set leaves to the hardware. Measured on that Xeon: the
+// two products of a single pair are summed and rounded once, then added to c; over more pairs no
+// scalar model of float32 additions reproduced its bits. So no scalar reference holds it bit for
 // bit; the tests hold it to float32's summation bound, as they hold every rung, and to the same
 // bits from run to run and from one thread to several.
 #pragma once
